@@ -1,0 +1,321 @@
+"""Where the broker is: an embedded Mosquitto on a free loopback port, or any MQTT v5 broker named by
+``A2A_BROKER_URL``.
+
+The embedded broker gets a generated config (MQTT v5 is Mosquitto 2's default; ``set_tcp_nodelay
+true`` avoids the 40 ms Nagle/delayed-ACK trap; persistence off; logs in a temp dir that stays
+writable after Mosquitto drops root privileges). It is started, waited for until it accepts TCP
+connections, and stopped by a context manager or at interpreter exit.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Optional
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+ENV_URL = "A2A_BROKER_URL"
+ENV_CA = "A2A_BROKER_CA"
+
+INSTALL_HINT = (
+    "install it with `sudo apt-get install mosquitto` (Debian/Ubuntu), `brew install mosquitto` "
+    "(macOS) or `conda install -c conda-forge mosquitto`, or point the kit at a running MQTT v5 "
+    "broker with A2A_BROKER_URL=mqtt://host:1883"
+)
+
+
+class BrokerError(RuntimeError):
+    """The broker cannot be started or reached; the message says what to do about it."""
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    """How to reach a broker: ``mqtt://[user:pass@]host:port`` or ``mqtts://...`` (TLS).
+
+    A CA file for ``mqtts`` comes from ``?ca=/path`` in the URL or from ``A2A_BROKER_CA``.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 1883
+    tls: bool = False
+    username: Optional[str] = None
+    password: Optional[str] = None
+    ca_file: Optional[str] = None
+
+    @classmethod
+    def from_url(cls, url: str) -> "BrokerEndpoint":
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("mqtt", "mqtts"):
+            raise BrokerError(
+                f"broker URL {url!r} must start with mqtt:// or mqtts:// (for example mqtt://127.0.0.1:1883)"
+            )
+        if not parts.hostname:
+            raise BrokerError(f"broker URL {url!r} has no host (for example mqtt://127.0.0.1:1883)")
+        tls = parts.scheme == "mqtts"
+        try:
+            port = parts.port or (8883 if tls else 1883)
+        except ValueError as exc:
+            raise BrokerError(f"broker URL {url!r} has an invalid port: {exc}") from None
+        ca = parse_qs(parts.query).get("ca", [None])[0] or os.environ.get(ENV_CA) or None
+        return cls(
+            host=parts.hostname,
+            port=port,
+            tls=tls,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+            ca_file=ca,
+        )
+
+    @property
+    def url(self) -> str:
+        """The URL without the password (safe to print)."""
+        return self._url(show_password=False)
+
+    @property
+    def url_with_secret(self) -> str:
+        return self._url(show_password=True)
+
+    def _url(self, show_password: bool) -> str:
+        auth = ""
+        if self.username:
+            auth = quote(self.username, safe="")
+            if self.password:
+                auth += ":" + (quote(self.password, safe="") if show_password else "***")
+            auth += "@"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        query = f"?ca={self.ca_file}" if self.ca_file and show_password else ""
+        return f"{'mqtts' if self.tls else 'mqtt'}://{auth}{host}:{self.port}{query}"
+
+    def with_credentials(self, username: str, password: str) -> "BrokerEndpoint":
+        return replace(self, username=username, password=password)
+
+
+def find_mosquitto() -> str:
+    """Path of the ``mosquitto`` binary (Debian installs it in /usr/sbin, often not on PATH)."""
+    found = shutil.which("mosquitto")
+    if found:
+        return found
+    for candidate in ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/opt/homebrew/sbin/mosquitto"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise BrokerError(f"mosquitto not found: {INSTALL_HINT}")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(host: str, port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class EmbeddedBroker:
+    """A private Mosquitto for this process (or for a notebook, a test session, a Binder pod).
+
+    ``port=None`` picks a free loopback port. ``extra_config`` lines are appended to the generated
+    config (the secure variant uses it for password files, ACLs and TLS listeners).
+    """
+
+    def __init__(
+        self,
+        port: Optional[int] = None,
+        host: str = "127.0.0.1",
+        extra_config: str = "",
+        listener_options: str = "allow_anonymous true",
+        start_timeout: float = 10.0,
+        workdir: Optional[str] = None,
+    ):
+        self.host = host
+        self._requested_port = port
+        self.port: Optional[int] = None
+        self.extra_config = extra_config
+        self.listener_options = listener_options
+        self.start_timeout = start_timeout
+        self._workdir_arg = workdir
+        self.workdir: Optional[Path] = None
+        self._proc: Optional[subprocess.Popen] = None
+        self._lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "EmbeddedBroker":
+        with self._lock:
+            if self.running:
+                return self
+            binary = find_mosquitto()
+            self.workdir = Path(self._workdir_arg or tempfile.mkdtemp(prefix="a2a-nb-broker-"))
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            _make_writable_after_privilege_drop(self.workdir)
+            attempts = 1 if self._requested_port else 5
+            last_error = ""
+            for _ in range(attempts):
+                port = self._requested_port or free_port(self.host)
+                if self._requested_port and port_accepts(self.host, port):
+                    raise BrokerError(
+                        f"port {port} on {self.host} is already in use (another broker?): pick another "
+                        "port with --port, or leave it out to use a free one"
+                    )
+                started, last_error = self._launch(binary, port)
+                if started:
+                    self.port = port
+                    atexit.register(self.stop)
+                    return self
+                if "Address already in use" not in last_error:
+                    break
+            if "Address already in use" in last_error:
+                raise BrokerError(
+                    f"port {self._requested_port or port} is already in use: pick another port with --port, "
+                    "or leave it out to use a free one"
+                )
+            raise BrokerError(f"mosquitto did not start: {last_error.strip() or 'no log output'}")
+
+    def _launch(self, binary: str, port: int) -> tuple[bool, str]:
+        assert self.workdir is not None
+        conf = self.workdir / "mosquitto.conf"
+        log = self.workdir / "mosquitto.log"
+        if log.exists():
+            log.unlink()
+        conf.write_text(self.config_text(port))
+        self._proc = subprocess.Popen(
+            [binary, "-c", str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                err = (self._proc.stderr.read() or b"").decode(errors="replace") if self._proc.stderr else ""
+                text = err + (log.read_text(errors="replace") if log.exists() else "")
+                self._proc = None
+                return False, text
+            if port_accepts(self.host, port):
+                return True, ""
+            time.sleep(0.02)
+        self._terminate()
+        return False, f"no connection accepted on {self.host}:{port} within {self.start_timeout:.0f} s"
+
+    def config_text(self, port: int) -> str:
+        assert self.workdir is not None
+        lines = [
+            "# generated by a2a_nb: a private broker for one notebook or test session",
+            "per_listener_settings false",
+            "persistence false",
+            "set_tcp_nodelay true",
+            f"log_dest file {self.workdir / 'mosquitto.log'}",
+            "log_type error",
+            "log_type warning",
+            "log_type notice",
+            "log_type information",
+            "connection_messages true",
+            "max_keepalive 65535",
+            f"listener {port} {self.host}",
+            "protocol mqtt",
+            self.listener_options,
+            self.extra_config,
+        ]
+        return "\n".join(line for line in lines if line) + "\n"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def endpoint(self) -> BrokerEndpoint:
+        if self.port is None:
+            raise BrokerError("the embedded broker is not started; call start() first")
+        return BrokerEndpoint(host=self.host, port=self.port)
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
+
+    @property
+    def log_path(self) -> Optional[Path]:
+        return self.workdir / "mosquitto.log" if self.workdir else None
+
+    def log_text(self) -> str:
+        path = self.log_path
+        return path.read_text(errors="replace") if path and path.exists() else ""
+
+    def stop(self) -> None:
+        with self._lock:
+            self._terminate()
+
+    def restart(self) -> None:
+        """Stop and start again on the same port (fault tests: clients must reconnect)."""
+        port = self.port
+        self.stop()
+        self._requested_port = port
+        self.start()
+
+    def _terminate(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        if proc.stderr:
+            proc.stderr.close()
+
+    def __enter__(self) -> "EmbeddedBroker":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running at {self.url}" if self.running else "stopped"
+        return f"<EmbeddedBroker {state}>"
+
+
+def _make_writable_after_privilege_drop(path: Path) -> None:
+    """Mosquitto started as root drops to the ``mosquitto`` user: it must still write its log."""
+    if os.geteuid() != 0:
+        return
+    try:
+        import pwd
+
+        user = pwd.getpwnam("mosquitto")
+        os.chown(path, user.pw_uid, user.pw_gid)
+    except (KeyError, ImportError, OSError):
+        os.chmod(path, 0o1777)
+
+
+_shared: Optional[EmbeddedBroker] = None
+_shared_lock = threading.Lock()
+
+
+def shared_broker() -> EmbeddedBroker:
+    """The process-wide embedded broker, started on first use and stopped at exit."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.running:
+            _shared = EmbeddedBroker().start()
+        return _shared
+
+
+def resolve(url: Optional[str] = None) -> BrokerEndpoint:
+    """The broker to use: an explicit URL, else ``A2A_BROKER_URL``, else the embedded Mosquitto."""
+    url = url or os.environ.get(ENV_URL)
+    if url:
+        return BrokerEndpoint.from_url(url)
+    return shared_broker().endpoint

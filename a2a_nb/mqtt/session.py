@@ -1,0 +1,452 @@
+"""The MQTT v5 session: the only module of the kit that imports paho-mqtt.
+
+It turns paho's callbacks into plain :class:`~a2a_nb.protocol.packet.MqttMessage` values handed to
+handlers, waits for PUBACK/SUBACK so callers see broker reason codes (code 16 "No matching
+subscribers" is surfaced, not swallowed), sets TCP_NODELAY on the socket (the "40 ms trap"), keeps
+one live client per client ID and resubscribes after a reconnect.
+
+Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
+QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties).
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Union
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from ..protocol.ids import client_id as make_client_id
+from ..protocol.packet import MqttMessage
+from .broker import BrokerEndpoint, resolve
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[MqttMessage], None]
+
+NO_MATCHING_SUBSCRIBERS = 16
+
+
+class SessionError(RuntimeError):
+    """Connecting, publishing or subscribing failed; the message names the broker's reason."""
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What the broker said about one publish (PUBACK reason code for QoS 1, 0 for QoS 0)."""
+
+    reason_code: int
+    reason: str
+
+    @property
+    def accepted(self) -> bool:
+        """Codes below 0x80 are success codes (0 Success, 16 No matching subscribers)."""
+        return self.reason_code < 0x80
+
+    @property
+    def no_subscribers(self) -> bool:
+        return self.reason_code == NO_MATCHING_SUBSCRIBERS
+
+
+class PendingPublish:
+    """A publish in flight; ``result()`` waits for its PUBACK."""
+
+    def __init__(self, session: "Session", mid: int, qos: int):
+        self._session, self.mid, self.qos = session, mid, qos
+
+    def result(self, timeout: float = 5.0) -> PublishResult:
+        if self.qos == 0:
+            return PublishResult(0, "Success")
+        return self._session._wait_puback(self.mid, timeout)
+
+
+@dataclass(frozen=True)
+class Subscription:
+    filter: str
+    qos: int = 1
+    no_local: bool = False
+    retain_as_published: bool = False
+    retain_handling: int = 0
+
+
+_registry: "dict[str, Session]" = {}
+_registry_lock = threading.Lock()
+
+
+def stop_all() -> int:
+    """Disconnect every live session of this process (a notebook's "stop everything" cell)."""
+    with _registry_lock:
+        sessions = list(_registry.values())
+    for s in sessions:
+        s.close()
+    return len(sessions)
+
+
+def live_sessions() -> list[str]:
+    with _registry_lock:
+        return sorted(_registry)
+
+
+def topic_matches(filter_: str, topic: str) -> bool:
+    """MQTT filter matching, ``$share/{group}/`` prefix removed first."""
+    if filter_.startswith("$share/"):
+        filter_ = filter_.split("/", 2)[2]
+    return mqtt.topic_matches_sub(filter_, topic)
+
+
+class Session:
+    """One MQTT v5 client with Client ID ``{org}/{unit}/{agent}``.
+
+    Messages arrive on paho's network thread and go to the handler registered with the matching
+    ``subscribe`` call (else to ``default_handler``, else to ``inbox``). Handlers must be quick:
+    they only hand items to queues or conditions.
+    Creating a second Session with the same client ID closes the first one (re-running a cell).
+    """
+
+    def __init__(
+        self,
+        org: str,
+        unit: str,
+        agent: str,
+        broker: Union[str, BrokerEndpoint, None] = None,
+        will: Optional[MqttMessage] = None,
+        keepalive: int = 30,
+        default_handler: Optional[Handler] = None,
+        connect: bool = True,
+        connect_timeout: float = 10.0,
+    ):
+        self.org, self.unit, self.agent = org, unit, agent
+        self.client_id = make_client_id(org, unit, agent)
+        self.endpoint = broker if isinstance(broker, BrokerEndpoint) else resolve(broker)
+        self.keepalive = keepalive
+        self.default_handler = default_handler
+        self.inbox: "queue.Queue[MqttMessage]" = queue.Queue()
+        self._will = will
+        self._subs: list[tuple[Subscription, Optional[Handler]]] = []
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._pubacks: dict[int, tuple[int, str]] = {}
+        self._subacks: dict[int, list[int]] = {}
+        self._unsubacks: set[int] = set()
+        self._connected = False
+        self._connack: Optional[tuple[int, str]] = None
+        self._closed = False
+        self.connect_count = 0
+        self.received = 0
+        self._client = self._make_client()
+        if connect:
+            self.connect(connect_timeout)
+
+    # -- setup -----------------------------------------------------------------------------------
+    def _make_client(self) -> mqtt.Client:
+        c = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=self.client_id,
+            protocol=mqtt.MQTTv5,
+            reconnect_on_failure=True,
+        )
+        c.on_connect = self._on_connect
+        c.on_disconnect = self._on_disconnect
+        c.on_message = self._on_message
+        c.on_publish = self._on_publish
+        c.on_subscribe = self._on_subscribe
+        c.on_unsubscribe = self._on_unsubscribe
+        c.reconnect_delay_set(min_delay=0.05, max_delay=2)
+        c.max_inflight_messages_set(1000)
+        c.max_queued_messages_set(0)
+        if self.endpoint.username:
+            c.username_pw_set(self.endpoint.username, self.endpoint.password)
+        if self.endpoint.tls:
+            c.tls_set(ca_certs=self.endpoint.ca_file)
+        if self._will is not None:
+            w = self._will
+            c.will_set(w.topic, w.payload, qos=w.qos, retain=w.retain, properties=_properties(w, PacketTypes.WILLMESSAGE))
+        return c
+
+    def connect(self, timeout: float = 10.0) -> "Session":
+        """Connect and wait for CONNACK; replaces any live session with the same client ID."""
+        with _registry_lock:
+            old = _registry.get(self.client_id)
+            _registry[self.client_id] = self
+        if old is not None and old is not self:
+            old.close()
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 0
+        try:
+            self._client.connect(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
+                                 clean_start=True, properties=props)
+        except (OSError, ValueError) as exc:
+            self._unregister()
+            raise SessionError(
+                f"cannot reach the MQTT broker at {self.endpoint.url}: {exc}. Is it running? "
+                "(`python -m a2a_nb broker` starts one; A2A_BROKER_URL points the kit at it)"
+            ) from None
+        self._nodelay()
+        self._client.loop_start()
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._connack is not None, timeout):
+                self._client.loop_stop()
+                self._unregister()
+                raise SessionError(f"no CONNACK from {self.endpoint.url} within {timeout:.0f} s")
+            code, reason = self._connack
+        if code >= 0x80:
+            self._client.loop_stop()
+            self._unregister()
+            raise SessionError(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})")
+        return self
+
+    def _nodelay(self) -> None:
+        sock = self._client.socket()
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except (OSError, AttributeError):  # TLS-wrapped or already closed sockets
+                pass
+
+    # -- paho callbacks (network thread: only hand over) ----------------------------------------
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        self._nodelay()
+        with self._cond:
+            self._connack = (reason_code.value, str(reason_code))
+            self._connected = reason_code.value < 0x80
+            if self._connected:
+                self.connect_count += 1
+            resubscribe = self._connected and self.connect_count > 1 and not flags.session_present
+            subs = list(self._subs)
+            self._cond.notify_all()
+        if resubscribe and subs:
+            client.subscribe([(s.filter, _options(s)) for s, _ in subs])
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        with self._cond:
+            self._connected = False
+            self._cond.notify_all()
+
+    def _on_message(self, client, userdata, m: mqtt.MQTTMessage) -> None:
+        msg = _from_paho(m)
+        self.received += 1
+        handler = self._handler_for(msg.topic)
+        try:
+            if handler is not None:
+                handler(msg)
+            else:
+                self.inbox.put(msg)
+        except Exception:  # a handler bug must never kill the network thread
+            log.exception("%s: handler failed for a message on %s", self.client_id, msg.topic)
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        with self._cond:
+            self._pubacks[mid] = (reason_code.value, str(reason_code))
+            self._cond.notify_all()
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        with self._cond:
+            self._subacks[mid] = [rc.value for rc in reason_codes]
+            self._cond.notify_all()
+
+    def _on_unsubscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        with self._cond:
+            self._unsubacks.add(mid)
+            self._cond.notify_all()
+
+    def _handler_for(self, topic: str) -> Optional[Handler]:
+        for sub, handler in self._subs:
+            if handler is not None and topic_matches(sub.filter, topic):
+                return handler
+        return self.default_handler
+
+    # -- operations ------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    def wait_connected(self, timeout: float = 10.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._connected or self._closed, timeout) and self._connected
+
+    def publish(self, msg: MqttMessage, timeout: float = 5.0) -> PublishResult:
+        """Publish and wait for the PUBACK; returns its reason code (16 = nobody subscribed)."""
+        return self.publish_nowait(msg).result(timeout)
+
+    def publish_nowait(self, msg: MqttMessage) -> PendingPublish:
+        """Publish without waiting; streams use this and check the PUBACKs later."""
+        self._ensure_open()
+        info = self._client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain,
+                                    properties=_properties(msg, PacketTypes.PUBLISH))
+        if info.rc != mqtt.MQTT_ERR_SUCCESS:
+            raise SessionError(f"{self.client_id}: publish to {msg.topic} not accepted by the client: "
+                               f"{mqtt.error_string(info.rc)}")
+        return PendingPublish(self, info.mid, msg.qos)
+
+    def _wait_puback(self, mid: int, timeout: float) -> PublishResult:
+        with self._cond:
+            if not self._cond.wait_for(lambda: mid in self._pubacks or self._closed, timeout):
+                raise SessionError(f"{self.client_id}: no PUBACK within {timeout:.1f} s (is the broker up?)")
+            if mid not in self._pubacks:
+                raise SessionError(f"{self.client_id}: session closed before the PUBACK arrived")
+            code, reason = self._pubacks.pop(mid)
+        return PublishResult(code, reason)
+
+    def subscribe(
+        self,
+        filter_: Union[str, Subscription],
+        handler: Optional[Handler] = None,
+        qos: int = 1,
+        timeout: float = 5.0,
+        **options,
+    ) -> int:
+        """Subscribe and return the granted QoS only after the SUBACK arrived (profile: subscribe
+        to the reply topic before publishing a request that names it)."""
+        sub = filter_ if isinstance(filter_, Subscription) else Subscription(filter_, qos, **options)
+        self._ensure_open()
+        with self._cond:
+            self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter] + [(sub, handler)]
+        rc, mid = self._client.subscribe(sub.filter, options=_options(sub))
+        if rc != mqtt.MQTT_ERR_SUCCESS:
+            raise SessionError(f"{self.client_id}: subscribe to {sub.filter} failed: {mqtt.error_string(rc)}")
+        with self._cond:
+            if not self._cond.wait_for(lambda: mid in self._subacks or self._closed, timeout):
+                raise SessionError(f"{self.client_id}: no SUBACK for {sub.filter} within {timeout:.1f} s")
+            codes = self._subacks.pop(mid, [0x80])
+        if codes[0] >= 0x80:
+            with self._cond:
+                self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter]
+            raise SessionError(f"{self.client_id}: the broker refused the subscription to {sub.filter} "
+                               f"(reason code {codes[0]})")
+        return codes[0]
+
+    def unsubscribe(self, filter_: str, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._subs = [(s, h) for s, h in self._subs if s.filter != filter_]
+        if self._closed:
+            return
+        rc, mid = self._client.unsubscribe(filter_)
+        if rc != mqtt.MQTT_ERR_SUCCESS:
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: mid in self._unsubacks or self._closed, timeout)
+            self._unsubacks.discard(mid)
+
+    def receive(self, timeout: float = 5.0) -> Optional[MqttMessage]:
+        """Next message from ``inbox`` (messages without a handler), or None after ``timeout``."""
+        try:
+            return self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self, send_will: bool = False) -> None:
+        """Disconnect. ``send_will=True`` asks the broker to publish the last will anyway: a clean
+        way to show a "crashed" agent without killing a process."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        try:
+            if send_will:
+                self._client.disconnect(reasoncode=ReasonCode(PacketTypes.DISCONNECT, "Disconnect with will message"))
+            else:
+                self._client.disconnect()
+        finally:
+            self._client.loop_stop()
+            self._unregister()
+
+    def kill_socket(self) -> None:
+        """Drop the TCP connection without DISCONNECT (the broker sends the will after it notices)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._client.reconnect_delay_set(3600, 3600)
+        sock = self._client.socket()
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._client.loop_stop()
+        self._unregister()
+
+    def _unregister(self) -> None:
+        with _registry_lock:
+            if _registry.get(self.client_id) is self:
+                del _registry[self.client_id]
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise SessionError(f"{self.client_id}: this session is closed (a newer one with the same "
+                               "client ID may have replaced it)")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("connected" if self._connected else "connecting")
+        return f"<Session {self.client_id} {state} {self.endpoint.url}>"
+
+
+# -- conversions between MqttMessage and paho --------------------------------------------------------
+def _properties(msg: MqttMessage, packet_type: int) -> Optional[Properties]:
+    props = Properties(packet_type)
+    empty = True
+    if msg.response_topic is not None:
+        props.ResponseTopic = msg.response_topic
+        empty = False
+    if msg.correlation_data is not None:
+        props.CorrelationData = bytes(msg.correlation_data)
+        empty = False
+    if msg.user_properties:
+        props.UserProperty = [(str(k), str(v)) for k, v in msg.user_properties]
+        empty = False
+    if msg.content_type is not None:
+        props.ContentType = msg.content_type
+        empty = False
+    if msg.message_expiry is not None:
+        props.MessageExpiryInterval = int(msg.message_expiry)
+        empty = False
+    if msg.payload_format is not None:
+        props.PayloadFormatIndicator = int(msg.payload_format)
+        empty = False
+    return None if empty else props
+
+
+def _from_paho(m: mqtt.MQTTMessage) -> MqttMessage:
+    p = getattr(m, "properties", None)
+
+    def get(name):
+        return getattr(p, name, None) if p is not None else None
+
+    user = get("UserProperty") or []
+    corr = get("CorrelationData")
+    return MqttMessage(
+        topic=m.topic,
+        payload=bytes(m.payload),
+        qos=m.qos,
+        retain=bool(m.retain),
+        response_topic=get("ResponseTopic"),
+        correlation_data=bytes(corr) if corr is not None else None,
+        user_properties=tuple((str(k), str(v)) for k, v in user),
+        content_type=get("ContentType"),
+        message_expiry=get("MessageExpiryInterval"),
+        payload_format=get("PayloadFormatIndicator"),
+        received_at=time.time(),
+    )
+
+
+def _options(sub: Subscription) -> SubscribeOptions:
+    return SubscribeOptions(qos=sub.qos, noLocal=sub.no_local, retainAsPublished=sub.retain_as_published,
+                            retainHandling=sub.retain_handling)

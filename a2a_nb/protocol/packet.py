@@ -1,0 +1,56 @@
+"""One MQTT v5 PUBLISH as a plain value.
+
+The sans-I/O core builds these, the session (the only paho module) sends them and hands received
+ones back in the same shape, and the recorder writes them as JSON lines. Keeping a single value type
+is what lets a notebook *show* a message before it is sent and replay exactly what crossed the
+broker (profile: Request/Reply Mapping (MQTT v5), A2A User Property Naming).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+UserProperties = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class MqttMessage:
+    """A PUBLISH with every MQTT v5 property this profile uses.
+
+    ``user_properties`` keeps order and repeats, as MQTT does. ``payload_format`` is the Payload
+    Format Indicator (1 = UTF-8 text, 0 = bytes, None = absent). ``received_at`` is a
+    ``time.time()`` stamp set by the session on arrival (None for outgoing messages).
+    """
+
+    topic: str
+    payload: bytes = b""
+    qos: int = 1
+    retain: bool = False
+    response_topic: Optional[str] = None
+    correlation_data: Optional[bytes] = None
+    user_properties: UserProperties = ()
+    content_type: Optional[str] = None
+    message_expiry: Optional[int] = None
+    payload_format: Optional[int] = None
+    received_at: Optional[float] = field(default=None, compare=False)
+
+    def user_property(self, key: str) -> Optional[str]:
+        """The last value of a user property (MQTT allows repeats; the most recent wins)."""
+        value = None
+        for k, v in self.user_properties:
+            if k == key:
+                value = v
+        return value
+
+    def json(self) -> Any:
+        """The payload parsed as JSON (raises ``ValueError`` when it is not)."""
+        return json.loads(self.payload)
+
+    def with_user_properties(self, *pairs: tuple[str, str]) -> "MqttMessage":
+        return replace(self, user_properties=self.user_properties + tuple(pairs))
+
+
+def encode_json(obj: Any) -> bytes:
+    """Compact UTF-8 JSON, the one encoding every A2A payload of the kit uses."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

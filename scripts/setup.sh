@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set-up shared by `make lab` and `make test`: a virtualenv with the pinned requirements and the
+# kit installed in it, and a Mosquitto broker binary (the kit starts its own broker process).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"; else return 1; fi
+}
+
+have_mosquitto() {
+  command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || [ -x /usr/local/sbin/mosquitto ] || [ -x /opt/homebrew/sbin/mosquitto ]
+}
+
+if ! have_mosquitto && [ -z "${A2A_BROKER_URL:-}" ]; then
+  if command -v apt-get >/dev/null && as_root true; then
+    echo "== installing mosquitto with apt-get"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq mosquitto >/dev/null
+  else
+    cat >&2 <<'MSG'
+error: the Mosquitto broker is not installed, and this script cannot install it for you.
+Install it, then run the same make command again:
+  Debian/Ubuntu:  sudo apt-get install mosquitto
+  macOS:          brew install mosquitto
+  conda:          conda install -c conda-forge mosquitto
+Or use a broker you already run:  export A2A_BROKER_URL=mqtt://host:1883
+MSG
+    exit 1
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating the virtualenv $VENV"
+  if ! "$PYTHON" -m venv "$VENV" 2>/dev/null; then
+    rm -rf "$VENV"
+    if command -v apt-get >/dev/null && as_root true; then
+      as_root apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-venv >/dev/null
+      "$PYTHON" -m venv "$VENV"
+    else
+      echo "error: '$PYTHON -m venv' failed: install python3-venv (sudo apt-get install python3-venv)" >&2
+      exit 1
+    fi
+  fi
+fi
+
+stamp="$VENV/.a2a_nb-installed"
+if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "== installing the pinned requirements into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+  touch "$stamp"
+fi
+echo "== ready: $("$VENV/bin/python" --version), mosquitto $( (mosquitto -h 2>/dev/null || /usr/sbin/mosquitto -h 2>/dev/null || true) | head -1 | awk '{print $3}')"

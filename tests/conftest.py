@@ -1,0 +1,52 @@
+"""Test session set-up: one real Mosquitto for the whole run (never a mock broker).
+
+It starts in ``pytest_sessionstart`` (not a fixture) because nbval's notebook kernels do not see
+fixtures: they inherit ``A2A_BROKER_URL`` from this process instead. A broker named by
+``A2A_BROKER_URL`` before the run is used as it is.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from a2a_nb.mqtt.broker import ENV_URL, EmbeddedBroker
+
+_session_broker: "EmbeddedBroker | None" = None
+
+
+def pytest_sessionstart(session):
+    global _session_broker
+    os.environ.setdefault("A2A_NB_TEST_RUN", "1")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    if not os.environ.get(ENV_URL):
+        _session_broker = EmbeddedBroker().start()
+        os.environ[ENV_URL] = _session_broker.url
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from a2a_nb.mqtt.session import stop_all
+
+    stop_all()
+    if _session_broker is not None:
+        _session_broker.stop()
+
+
+@pytest.fixture(scope="session")
+def broker_url() -> str:
+    return os.environ[ENV_URL]
+
+
+@pytest.fixture
+def private_broker():
+    """A broker of the test's own, for tests that stop or restart it."""
+    with EmbeddedBroker() as b:
+        yield b
+
+
+@pytest.fixture(autouse=True)
+def _close_sessions():
+    yield
+    from a2a_nb.mqtt.session import stop_all
+
+    stop_all()

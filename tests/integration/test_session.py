@@ -1,0 +1,163 @@
+"""The MQTT v5 session against a real Mosquitto: properties, reason codes, will, replacement."""
+from __future__ import annotations
+
+import queue
+import time
+
+import pytest
+
+from a2a_nb.mqtt.session import Session, SessionError, Subscription, live_sessions, stop_all
+from a2a_nb.protocol.packet import MqttMessage
+
+
+def wait_for(q: "queue.Queue", timeout=3.0):
+    return q.get(timeout=timeout)
+
+
+def test_client_id_is_org_unit_agent(broker_url):
+    s = Session("acme", "support", "coordinator", broker=broker_url)
+    assert s.client_id == "acme/support/coordinator"
+    assert "acme/support/coordinator" in live_sessions()
+
+
+def test_every_v5_property_round_trips(broker_url):
+    s = Session("acme", "support", "props", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    topic = "$a2a/v1/reply/acme/support/props/abc"
+    s.subscribe(topic, handler=got.put)
+    sent = MqttMessage(
+        topic, b'{"x":1}', qos=1, response_topic="$a2a/v1/reply/acme/support/props/r",
+        correlation_data=bytes(range(16)), user_properties=(("a2a-a", "1"), ("a2a-b", "é"), ("a2a-a", "2")),
+        content_type="application/json", message_expiry=120, payload_format=1,
+    )
+    assert s.publish(sent).reason_code == 0
+    m = wait_for(got)
+    assert m.payload == sent.payload and m.qos == 1 and not m.retain
+    assert m.response_topic == sent.response_topic and m.correlation_data == sent.correlation_data
+    assert m.user_properties == sent.user_properties and m.user_property("a2a-a") == "2"
+    assert m.content_type == "application/json" and m.payload_format == 1
+    assert 0 < m.message_expiry <= 120
+    assert m.received_at is not None
+
+
+def test_puback_16_no_matching_subscribers_is_surfaced(broker_url):
+    s = Session("acme", "support", "lonely", broker=broker_url)
+    r = s.publish(MqttMessage("$a2a/v1/request/acme/support/nobody-home", b"{}"))
+    assert r.reason_code == 16 and r.no_subscribers and r.accepted
+
+
+def test_qos0_publish_has_no_puback(broker_url):
+    s = Session("acme", "support", "q0", broker=broker_url)
+    assert s.publish(MqttMessage("$a2a/v1/event/acme/support/q0", b"e", qos=0)).reason_code == 0
+
+
+def test_subscribe_returns_after_suback_with_granted_qos(broker_url):
+    s = Session("acme", "support", "subber", broker=broker_url)
+    assert s.subscribe("$a2a/v1/discovery/acme/support/+", qos=1) == 1
+    assert s.subscribe(Subscription("$a2a/#", qos=2, retain_as_published=True)) == 2
+
+
+def test_messages_without_handler_go_to_the_inbox(broker_url):
+    s = Session("acme", "support", "inboxer", broker=broker_url)
+    s.subscribe("$a2a/v1/event/acme/support/inboxer")
+    s.publish(MqttMessage("$a2a/v1/event/acme/support/inboxer", b"1"))
+    assert s.receive(3).payload == b"1"
+    assert s.receive(0.05) is None
+
+
+def test_retained_message_and_retain_as_published(broker_url):
+    pub = Session("acme", "support", "retainer", broker=broker_url)
+    topic = "$a2a/v1/discovery/acme/support/retainer"
+    pub.publish(MqttMessage(topic, b'{"name":"r"}', retain=True))
+    watcher = Session("acme", "support", "watcher", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    watcher.subscribe(topic, handler=got.put, retain_as_published=True)
+    assert wait_for(got).retain is True
+    pub.publish(MqttMessage(topic, b"", retain=True))  # clear
+
+
+def test_will_with_user_properties_is_delivered_on_crash(broker_url):
+    topic = "$a2a/v1/discovery/acme/support/mortal"
+    will = MqttMessage(topic, b'{"name":"mortal"}', qos=1, retain=True,
+                       user_properties=(("a2a-status", "offline"), ("a2a-status-source", "lwt")))
+    watcher = Session("acme", "support", "undertaker", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    watcher.subscribe(topic, handler=got.put)
+    agent = Session("acme", "support", "mortal", broker=broker_url, will=will)
+    agent.close(send_will=True)
+    m = wait_for(got)
+    assert m.payload == will.payload
+    assert m.user_property("a2a-status") == "offline" and m.user_property("a2a-status-source") == "lwt"
+    Session("acme", "support", "cleaner", broker=broker_url).publish(MqttMessage(topic, b"", retain=True))
+
+
+def test_graceful_close_sends_no_will(broker_url):
+    topic = "$a2a/v1/discovery/acme/support/calm"
+    will = MqttMessage(topic, b"{}", retain=False, user_properties=(("a2a-status", "offline"),))
+    watcher = Session("acme", "support", "calm-watcher", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    watcher.subscribe(topic, handler=got.put)
+    Session("acme", "support", "calm", broker=broker_url, will=will).close()
+    with pytest.raises(queue.Empty):
+        got.get(timeout=0.5)
+
+
+def test_recreating_a_client_id_replaces_the_old_session(broker_url):
+    first = Session("acme", "support", "rerun", broker=broker_url)
+    second = Session("acme", "support", "rerun", broker=broker_url)
+    assert first.closed and not second.closed
+    time.sleep(0.3)  # the two must not kick each other off
+    assert second.connected and second.connect_count == 1
+    with pytest.raises(SessionError, match="closed"):
+        first.publish(MqttMessage("$a2a/v1/event/acme/support/rerun", b"x"))
+
+
+def test_stop_all_closes_every_session(broker_url):
+    a = Session("acme", "support", "a1", broker=broker_url)
+    b = Session("acme", "support", "b1", broker=broker_url)
+    assert stop_all() >= 2
+    assert a.closed and b.closed and live_sessions() == []
+
+
+def test_unreachable_broker_gives_an_actionable_error():
+    from a2a_nb.mqtt.broker import free_port
+
+    with pytest.raises(SessionError, match="cannot reach the MQTT broker"):
+        Session("acme", "support", "x", broker=f"mqtt://127.0.0.1:{free_port()}")
+
+
+def test_session_reconnects_and_resubscribes_after_broker_restart(private_broker):
+    s = Session("acme", "support", "phoenix", broker=private_broker.url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    s.subscribe("$a2a/v1/event/acme/support/phoenix", handler=got.put)
+    private_broker.restart()
+    assert s.wait_connected(10)
+    deadline = time.time() + 10
+    while s.connect_count < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    other = Session("acme", "support", "poker", broker=private_broker.url)
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        other.publish(MqttMessage("$a2a/v1/event/acme/support/phoenix", b"again"))
+        try:
+            assert got.get(timeout=0.2).payload == b"again"
+            break
+        except queue.Empty:
+            continue
+    else:
+        pytest.fail("no message after the broker restart: the session did not resubscribe")
+
+
+def test_handler_exception_does_not_kill_the_session(broker_url):
+    s = Session("acme", "support", "fragile", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+
+    def bad(m):
+        if m.payload == b"boom":
+            raise RuntimeError("handler bug")
+        got.put(m)
+
+    s.subscribe("$a2a/v1/event/acme/support/fragile", handler=bad)
+    s.publish(MqttMessage("$a2a/v1/event/acme/support/fragile", b"boom"))
+    s.publish(MqttMessage("$a2a/v1/event/acme/support/fragile", b"fine"))
+    assert wait_for(got).payload == b"fine"
