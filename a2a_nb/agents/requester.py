@@ -1,0 +1,581 @@
+"""The requester role: send requests, match replies, retry, stream, and follow handovers.
+
+Profile: Client Session Requirements 2 (subscribe the reply topic first), Request/Reply Mapping
+(Response Topic + Correlation Data; requester-generated UUIDv4 Task.id), Requester Behavior
+(in-flight map by Correlation Data; unknown/missing correlation ignored and counted), Requester
+Retry and Timeout Profile (fresh correlation per attempt, same Task.id and messageId; stop at the
+first correlated reply; stream-idle recovery with GetTask; pooled retries), Optional Task Handover
+(the routing table; fallback to the card agent), Multi-Turn Conversation Patterns.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Union
+
+from ..mqtt.broker import BrokerEndpoint
+from ..mqtt.session import Session, SessionError
+from ..protocol import errors, jsonrpc, messages, properties, states, topics
+from ..protocol.errors import A2AError
+from ..protocol.ids import IdSource
+from ..protocol.packet import MqttMessage, encode_json
+from ..protocol.retry import DEFAULT, RetryProfile
+from ..protocol.routing import Address, Reroute, RoutingTable
+from ..protocol.streams import STREAM_SEQ, StreamDeduper
+from .task_view import TaskView
+
+log = logging.getLogger(__name__)
+
+Target = Union[str, Address]
+
+
+class RequestTimeout(TimeoutError):
+    """No correlated reply after every attempt (and the fallback, when there was one)."""
+
+
+class ProtocolError(RuntimeError):
+    """A reply broke a MUST of the profile (for example a pooled reply without its responder id)."""
+
+
+@dataclass
+class Attempt:
+    """One publish of a logical operation (what the notebooks show as a table)."""
+
+    number: int
+    topic: str
+    correlation: str
+    at: float
+    reason_code: Optional[int] = None
+    outcome: str = "sent"
+
+
+@dataclass
+class RequesterStats:
+    sent: int = 0
+    replies: int = 0
+    ignored_unknown_correlation: int = 0
+    ignored_missing_correlation: int = 0
+    duplicates: int = 0
+    retries: int = 0
+    fallbacks: int = 0
+
+
+class _Call:
+    """One logical operation; its attempts' correlations all lead here."""
+
+    def __init__(self, method: str, task_id: Optional[str], request_id: str):
+        self.method, self.task_id, self.request_id = method, task_id, request_id
+        self.items: "collections.deque[MqttMessage]" = collections.deque()
+        self.cond = threading.Condition()
+        self.correlations: list[bytes] = []
+        self.attempts: list[Attempt] = []
+        self.first_at: Optional[float] = None
+
+    def push(self, msg: MqttMessage) -> None:
+        with self.cond:
+            self.items.append(msg)
+            self.cond.notify_all()
+
+    def next(self, timeout: float) -> Optional[MqttMessage]:
+        with self.cond:
+            if not self.cond.wait_for(lambda: bool(self.items), timeout):
+                return None
+            return self.items.popleft()
+
+
+@dataclass
+class Reply:
+    """The answer to one request: a result (Task, Message, list...) or an error, with its transport."""
+
+    method: str
+    result: Any
+    mqtt: MqttMessage
+    rtt_s: float
+    attempts: list[Attempt]
+    responder: Optional[str] = None
+    target: Optional[Address] = None
+
+    @property
+    def task(self) -> Optional[dict]:
+        r = self.result
+        if isinstance(r, dict) and "task" in r:
+            return r["task"]
+        if isinstance(r, dict) and "status" in r and "id" in r:
+            return r
+        return None
+
+    @property
+    def message(self) -> Optional[dict]:
+        r = self.result
+        return r.get("message") if isinstance(r, dict) else None
+
+    @property
+    def state(self) -> Optional[str]:
+        t = self.task
+        return t["status"]["state"] if t else None
+
+    @property
+    def task_id(self) -> Optional[str]:
+        t = self.task
+        return t["id"] if t else (self.message or {}).get("taskId")
+
+    @property
+    def context_id(self) -> Optional[str]:
+        t = self.task
+        return t.get("contextId") if t else (self.message or {}).get("contextId")
+
+    @property
+    def text(self) -> str:
+        if self.message:
+            return messages.text_of(self.message)
+        t = self.task
+        if t and t["status"].get("message"):
+            return messages.text_of(t["status"]["message"])
+        return ""
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import reply_html
+
+        return reply_html(self)
+
+
+class Requester:
+    """A client agent (the story's coordinator) with one reply topic and a routing table."""
+
+    def __init__(
+        self,
+        agent: str = "coordinator",
+        *,
+        org: str = "acme",
+        unit: str = "support",
+        broker: Union[str, BrokerEndpoint, None] = None,
+        retry: RetryProfile = DEFAULT,
+        ids: Optional[IdSource] = None,
+        routing: Optional[RoutingTable] = None,
+        routes_path: Optional[str] = None,
+        token: Optional[str] = None,
+        seed: Optional[int] = None,
+    ):
+        self.org, self.unit, self.agent = org, unit, agent
+        self.retry = retry
+        self.ids = ids or IdSource(seed)
+        self.rng = random.Random(seed)
+        self.token = token
+        self.stats = RequesterStats()
+        self._route_store = None
+        if routes_path is not None:
+            from .routes_store import SqliteRoutes
+
+            self._route_store = SqliteRoutes(routes_path)
+            routing = self._route_store.load()
+        self.routing = routing or RoutingTable()
+        self._inflight: dict[bytes, _Call] = {}
+        self._lock = threading.Lock()
+        self.reply_topic = topics.reply_topic(org, unit, agent, self.ids.reply_suffix())
+        self.session = Session(org, unit, agent, broker=broker)
+        # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
+        self.session.subscribe(self.reply_topic, handler=self._on_reply)
+
+    # -- intake (network thread) -----------------------------------------------------------------------
+    def _on_reply(self, msg: MqttMessage) -> None:
+        corr = msg.correlation_data
+        if corr is None:
+            self.stats.ignored_missing_correlation += 1
+            log.info("%s ignored a reply without Correlation Data", self.agent)
+            return
+        with self._lock:
+            call = self._inflight.get(corr)
+        if call is None:
+            self.stats.ignored_unknown_correlation += 1
+            log.info("%s ignored a reply with unknown Correlation Data %s", self.agent, corr.hex())
+            return
+        self.stats.replies += 1
+        call.push(msg)
+
+    # -- addressing ------------------------------------------------------------------------------------
+    def address(self, to: Target) -> Address:
+        """``"ticket-desk"`` → that agent; ``"pool:analysts"`` → that pool; an Address as is."""
+        if isinstance(to, Address):
+            return to
+        if to.startswith("pool:"):
+            return Address(self.org, self.unit, pool=to[5:])
+        return Address(self.org, self.unit, agent=to)
+
+    def target_of(self, task_id: str, to: Optional[Target] = None) -> Address:
+        t = self.routing.target(task_id)
+        if t is not None:
+            return t
+        if to is None:
+            raise ValueError(f"task {task_id} is not in this requester's routing table: say which agent to ask (to=...)")
+        return self.address(to)
+
+    # -- the one place requests are published ---------------------------------------------------------
+    def _properties(self, artifact_mode: Optional[str]) -> tuple:
+        props = []
+        if self.token:
+            props.append(properties.bearer(self.token))
+        if artifact_mode:
+            props.append((properties.ARTIFACT_MODE, artifact_mode))
+        return tuple(props)
+
+    def _publish_attempt(self, call: _Call, target: Address, payload: bytes, props: tuple) -> Attempt:
+        corr = self.ids.correlation()
+        with self._lock:
+            self._inflight[corr] = call
+        call.correlations.append(corr)
+        att = Attempt(len(call.attempts) + 1, target.topic, corr.hex(), time.time())
+        call.attempts.append(att)
+        msg = MqttMessage(target.topic, payload, qos=1, response_topic=self.reply_topic, correlation_data=corr,
+                          user_properties=props, content_type="application/json", payload_format=1,
+                          message_expiry=self.retry.message_expiry_s())
+        self.stats.sent += 1
+        try:
+            res = self.session.publish(msg, timeout=self.retry.reply_first_timeout_s)
+            att.reason_code = res.reason_code
+            if not res.accepted:
+                att.outcome = f"refused by the broker ({res.reason})"
+            elif res.no_subscribers:
+                att.outcome = "no matching subscribers (PUBACK 16)"
+        except SessionError as exc:
+            att.outcome = f"publish failed: {exc}"
+            att.reason_code = -1
+        return att
+
+    def _release(self, call: _Call) -> None:
+        with self._lock:
+            for c in call.correlations:
+                self._inflight.pop(c, None)
+
+    def _operate(self, method: str, params: dict, task_id: Optional[str], target: Address,
+                 artifact_mode: Optional[str] = None) -> tuple[_Call, MqttMessage, Address]:
+        """Publish with retries until the first correlated reply; on a handover target that stays
+        silent, fall back to the card agent (Profile: Requester Retry 3-7, 9; Task Handover)."""
+        call = _Call(method, task_id, self.ids.jsonrpc_id())
+        payload = encode_json(jsonrpc.request(method, params, call.request_id))
+        props = self._properties(artifact_mode)
+        while True:
+            first = self._attempts(call, target, payload, props)
+            if first is not None:
+                return call, first, target
+            reroute = self.routing.fall_back(task_id, time.time(), self._silence_reason(call, target)) if task_id else None
+            if reroute is None:
+                self._release(call)
+                raise RequestTimeout(
+                    f"{method}: no reply from {target} after {len(call.attempts)} attempts "
+                    f"(first-reply timeout {self.retry.reply_first_timeout_s:g} s each)"
+                    + (f"; task {task_id} may still be running" if task_id else ""))
+            self.stats.fallbacks += 1
+            self._persist_route(task_id, reroute)
+            target = reroute.to
+
+    def _attempts(self, call: _Call, target: Address, payload: bytes, props: tuple) -> Optional[MqttMessage]:
+        for n in range(1, self.retry.max_attempts + 1):
+            if n > 1:
+                self.stats.retries += 1
+            att = self._publish_attempt(call, target, payload, props)
+            if att.reason_code is not None and (att.reason_code < 0 or att.reason_code >= 0x80):
+                first = call.next(0)  # publish not accepted: retry-eligible (rule 6)
+            else:
+                first = call.next(self.retry.reply_first_timeout_s)
+            if first is not None:
+                call.first_at = time.time()
+                att.outcome = "answered"
+                return first
+            if att.outcome == "sent":
+                att.outcome = f"no reply within {self.retry.reply_first_timeout_s:g} s"
+            if n < self.retry.max_attempts:
+                late = call.next(self.retry.backoff(n, self.rng))  # a late reply still counts
+                if late is not None:
+                    call.first_at = time.time()
+                    return late
+        return None
+
+    @staticmethod
+    def _silence_reason(call: _Call, target: Address) -> str:
+        codes = [a.reason_code for a in call.attempts if a.topic == target.topic]
+        hint = " (PUBACK 16: nobody subscribed)" if 16 in codes else ""
+        return f"{target.label} did not answer {len(codes)} attempts{hint}"
+
+    # -- reading replies -------------------------------------------------------------------------------
+    def _observe(self, task_id: Optional[str], msg: MqttMessage, target: Address) -> Optional[Reroute]:
+        """Apply ``a2a-responder-agent-id`` (any reply or stream item) to the routing table."""
+        responder = msg.user_property(properties.RESPONDER_AGENT_ID)
+        if target.pool is not None and responder is None:
+            raise ProtocolError(
+                f"a pooled reply on {msg.topic} has no a2a-responder-agent-id (Profile: Shared Subscription Dispatch 10)")
+        if task_id is None:
+            return None
+        reroute = self.routing.observe(task_id, responder, time.time())
+        if reroute is not None:
+            self._persist_route(task_id, reroute)
+        return reroute
+
+    def _persist_route(self, task_id: str, reroute: Optional[Reroute] = None) -> None:
+        if self._route_store is not None:
+            self._route_store.save(self.routing.routes[task_id], reroute)
+
+    def _unary(self, method: str, params: dict, task_id: Optional[str], target: Address,
+               retry_errors: bool = True) -> Reply:
+        started = time.time()
+        budget = self.retry.max_attempts
+        while True:
+            call, first, target = self._operate(method, params, task_id, target)
+            self._release(call)
+            response = jsonrpc.parse_response(first.payload)
+            self._observe(task_id, first, target)
+            reply = Reply(method, response.result, first, time.time() - started, call.attempts,
+                          first.user_property(properties.RESPONDER_AGENT_ID), target)
+            if response.error is None:
+                return reply
+            err = A2AError.from_dict(response.error)
+            err.reply = reply  # type: ignore[attr-defined]
+            budget -= 1
+            if retry_errors and errors.classify(err).retry_eligible and budget > 0:
+                time.sleep(self.retry.backoff(self.retry.max_attempts - budget, self.rng))
+                continue
+            raise err
+
+    # -- public operations -----------------------------------------------------------------------------
+    def new_message(self, content: Any, *, task_id: Optional[str] = None, context_id: Optional[str] = None,
+                    message_id: Optional[str] = None, reference_task_ids=None, metadata=None) -> dict:
+        """A user Message with the MQTT binding's ids: a fresh UUIDv4 Task.id for a new task."""
+        return messages.user_message(
+            content, message_id=message_id or self.ids.message_id(self.agent),
+            task_id=task_id or self.ids.task_id(), context_id=context_id or self.ids.context_id(),
+            reference_task_ids=reference_task_ids, metadata=metadata)
+
+    def send(self, to: Optional[Target], content: Any = None, *, message: Optional[dict] = None,
+             task_id: Optional[str] = None, context_id: Optional[str] = None, message_id: Optional[str] = None,
+             return_immediately: bool = False, history_length: Optional[int] = None) -> Reply:
+        """SendMessage (blocking by default): returns the Task or the Message the agent answered."""
+        message = message or self.new_message(content, task_id=task_id, context_id=context_id, message_id=message_id)
+        target = self._start_route(message["taskId"], to)
+        config = messages.send_message_configuration(return_immediately=return_immediately or None,
+                                                     history_length=history_length)
+        params = messages.send_message_params(message, configuration=config or None)
+        return self._unary(jsonrpc.SEND_MESSAGE, params, message["taskId"], target)
+
+    def stream(self, to: Optional[Target], content: Any = None, *, message: Optional[dict] = None,
+               task_id: Optional[str] = None, context_id: Optional[str] = None, message_id: Optional[str] = None,
+               artifact_mode: Optional[str] = None) -> "Stream":
+        """SendStreamingMessage: an iterator of events that ends at a terminal or interrupted state."""
+        message = message or self.new_message(content, task_id=task_id, context_id=context_id, message_id=message_id)
+        target = self._start_route(message["taskId"], to)
+        params = messages.send_message_params(message)
+        return Stream(self, jsonrpc.SEND_STREAMING_MESSAGE, params, message["taskId"], target, artifact_mode,
+                      view=TaskView(message["taskId"], message.get("contextId")))
+
+    def continue_task(self, task: Union[dict, Reply, TaskView, "Stream"], content: Any, *, stream: bool = False,
+                      message_id: Optional[str] = None, **kw):
+        """Answer an interrupted task (INPUT_REQUIRED / AUTH_REQUIRED): a new messageId, the same
+        Task.id and contextId, fresh Correlation Data, routed to whoever answers for the task now."""
+        task_id, context_id = _ids_of(task)
+        message = self.new_message(content, task_id=task_id, context_id=context_id, message_id=message_id)
+        if stream:
+            return self.stream(None, message=message, **kw)
+        return self.send(None, message=message, **kw)
+
+    def _start_route(self, task_id: str, to: Optional[Target]) -> Address:
+        if self.routing.target(task_id) is None:
+            if to is None:
+                raise ValueError("a new task needs a target: send('ticket-desk', ...) or send('pool:NAME', ...)")
+            self.routing.start(task_id, self.address(to), time.time())
+            self._persist_route(task_id)
+        return self.routing.target(task_id)
+
+    def get_task(self, task_id: str, *, history_length: Optional[int] = None, to: Optional[Target] = None) -> dict:
+        return self.get_task_reply(task_id, history_length=history_length, to=to).result
+
+    def get_task_reply(self, task_id: str, *, history_length: Optional[int] = None, to: Optional[Target] = None) -> Reply:
+        return self._unary(jsonrpc.GET_TASK, messages.get_task_params(task_id, history_length), task_id,
+                           self.target_of(task_id, to))
+
+    def cancel_task(self, task_id: str, *, to: Optional[Target] = None) -> dict:
+        return self._unary(jsonrpc.CANCEL_TASK, messages.cancel_task_params(task_id), task_id,
+                           self.target_of(task_id, to)).result
+
+    def list_tasks(self, to: Target, *, context_id: Optional[str] = None, status: Optional[str] = None,
+                   page_size: Optional[int] = None, page_token: Optional[str] = None) -> dict:
+        params = messages.list_tasks_params(context_id=context_id, status=status, page_size=page_size,
+                                            page_token=page_token)
+        return self._unary(jsonrpc.LIST_TASKS, params, None, self.address(to)).result
+
+    def subscribe(self, task_id: str, *, to: Optional[Target] = None, artifact_mode: Optional[str] = None) -> "Stream":
+        """SubscribeToTask: re-attach to a running task (first item: the Task snapshot)."""
+        return Stream(self, jsonrpc.SUBSCRIBE_TO_TASK, messages.subscribe_task_params(task_id), task_id,
+                      self.target_of(task_id, to), artifact_mode, view=TaskView(task_id))
+
+    def poll(self, task_id: str, *, until=states.ends_stream, interval_s: float = 0.2, max_interval_s: float = 2.0,
+             timeout_s: float = 60.0) -> dict:
+        """GetTask with exponential backoff until ``until(state)`` (default: terminal or interrupted)."""
+        deadline = time.time() + timeout_s
+        delay = interval_s
+        while True:
+            task = self.get_task(task_id)
+            if until(task["status"]["state"]) or time.time() + delay > deadline:
+                return task
+            time.sleep(delay)
+            delay = min(delay * 2, max_interval_s)
+
+    def close(self) -> None:
+        self.session.close()
+        if self._route_store is not None:
+            self._route_store.close()
+
+    def __enter__(self) -> "Requester":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Requester {self.org}/{self.unit}/{self.agent} replies on {self.reply_topic}>"
+
+
+def _ids_of(task: Any) -> tuple[str, str]:
+    if isinstance(task, (TaskView,)):
+        return task.task_id, task.context_id
+    if isinstance(task, Stream):
+        return task.view.task_id, task.view.context_id
+    if isinstance(task, Reply):
+        return task.task_id, task.context_id
+    return task["id"], task["contextId"]
+
+
+@dataclass
+class StreamEvent:
+    """One stream item as a cell sees it."""
+
+    kind: str  # task | statusUpdate | artifactUpdate | message | binaryChunk | recovered
+    data: Any
+    mqtt: Optional[MqttMessage] = None
+    responder: Optional[str] = None
+    reroute: Optional[Reroute] = None
+
+    @property
+    def state(self) -> Optional[str]:
+        if self.kind == "statusUpdate":
+            return self.data["status"]["state"]
+        if self.kind in ("task", "recovered"):
+            return self.data["status"]["state"]
+        return None
+
+    def __repr__(self) -> str:
+        extra = f" state={states.short_name(self.state)}" if self.state else ""
+        if self.kind == "artifactUpdate":
+            extra = f" artifact={self.data['artifact']['artifactId']}"
+        if self.reroute:
+            extra += f" handover→{self.reroute.to.label}"
+        return f"<StreamEvent {self.kind}{extra}>"
+
+
+class Stream:
+    """Iterate over a reply stream; ``view`` is the task as assembled so far.
+
+    Ends at a terminal or interrupted state (or a Message result). When the stream goes quiet for
+    longer than the stream-idle timeout after at least one item, it recovers with GetTask on the same
+    Task.id and, if the task is still running, re-attaches with SubscribeToTask, never by
+    republishing the original request (Profile: Requester Retry 7-8).
+    """
+
+    def __init__(self, requester: Requester, method: str, params: dict, task_id: str, target: Address,
+                 artifact_mode: Optional[str], view: TaskView):
+        self.requester, self.method, self.task_id = requester, method, task_id
+        self.view = view
+        self.events: list[StreamEvent] = []
+        self.recoveries = 0
+        self.duplicates = 0
+        self.done = False
+        self._artifact_mode = artifact_mode
+        self._call, first, self.target = requester._operate(method, params, task_id, target, artifact_mode)
+        self._pending: Optional[MqttMessage] = first
+        self._dedup = StreamDeduper()
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        while not self.done:
+            msg = self._pending or self._call.next(self.requester.retry.stream_idle_timeout_s)
+            self._pending = None
+            if msg is None:
+                return self._recover()
+            event = self._read(msg)
+            if event is not None:
+                return event
+        self.requester._release(self._call)
+        raise StopIteration
+
+    def _read(self, msg: MqttMessage) -> Optional[StreamEvent]:
+        req = self.requester
+        reroute = req._observe(self.task_id, msg, self.target)
+        if reroute is not None:
+            self.target = reroute.to
+        responder = msg.user_property(properties.RESPONDER_AGENT_ID)
+        if msg.payload_format == 0 and msg.user_property(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE:
+            if not self.view.add_binary_chunk(msg):
+                self.duplicates += 1
+                req.stats.duplicates += 1
+                return None
+            return self._emit(StreamEvent("binaryChunk", {
+                "artifactId": msg.user_property(properties.ARTIFACT_ID),
+                "seqno": int(msg.user_property(properties.CHUNK_SEQNO) or 0),
+                "lastChunk": msg.user_property(properties.LAST_CHUNK) == "true", "size": len(msg.payload)},
+                msg, responder, reroute))
+        response = jsonrpc.parse_response(msg.payload)
+        if response.error is not None:
+            self.done = True
+            err = A2AError.from_dict(response.error)
+            raise err
+        result = response.result
+        if not self._dedup.accept(result, msg.user_property(STREAM_SEQ)):
+            self.duplicates += 1
+            req.stats.duplicates += 1
+            return None
+        kind = messages.stream_kind(result)
+        self.view.apply(result, responder=responder)
+        if self._dedup.finished:
+            self.done = True
+            req._release(self._call)
+        return self._emit(StreamEvent(kind, result[kind], msg, responder, reroute))
+
+    def _emit(self, ev: StreamEvent) -> StreamEvent:
+        self.events.append(ev)
+        return ev
+
+    def _recover(self) -> StreamEvent:
+        req = self.requester
+        req._release(self._call)
+        if self.recoveries >= req.retry.max_attempts:
+            self.done = True
+            raise RequestTimeout(f"stream for task {self.task_id} stayed silent after {self.recoveries} recoveries")
+        self.recoveries += 1
+        task = req.get_task(self.task_id)
+        self.view.apply({"task": task})
+        if states.ends_stream(task["status"]["state"]):
+            self.done = True
+        else:
+            self._call, self._pending, self.target = req._operate(
+                jsonrpc.SUBSCRIBE_TO_TASK, messages.subscribe_task_params(self.task_id), self.task_id,
+                req.target_of(self.task_id), self._artifact_mode)
+            self._dedup = StreamDeduper()
+        return self._emit(StreamEvent("recovered", task))
+
+    def wait(self) -> TaskView:
+        """Consume the stream to its end and return the task view."""
+        for _ in self:
+            pass
+        return self.view
+
+    @property
+    def state(self) -> Optional[str]:
+        return self.view.state
+
+    def _repr_html_(self) -> str:
+        from ..notebook.display import stream_html
+
+        return stream_html(self)

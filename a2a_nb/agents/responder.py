@@ -1,0 +1,337 @@
+"""The responder role: publish a card with presence, take requests, answer on the reply path.
+
+Profile: Discovery Publisher Behavior, Presence and Liveness (retained card with ``a2a-status``,
+last will, offline on graceful stop), Request/Reply Mapping 3-7, Error Handling and Deduplication,
+Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10.
+
+Requests arrive on paho's network thread and are only queued there; a small pool of worker threads
+checks and executes them. A crash in a handler fails that task, never the agent.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+from ..mqtt.broker import BrokerEndpoint
+from ..mqtt.session import Session
+from ..protocol import errors, inbound, jsonrpc, messages, properties, states, topics
+from ..protocol.errors import A2AError
+from ..protocol.ids import IdSource
+from ..protocol.packet import MqttMessage, encode_json
+from .context import TaskContext
+from .runtime import BLOCKING, STREAM, Listener, TaskCanceled, TaskRuntime, trim_history
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[TaskContext], object]
+
+
+@dataclass
+class ResponderStats:
+    requests: int = 0
+    dropped: int = 0
+    errors: int = 0
+    overloaded: int = 0
+    handler_crashes: int = 0
+    executions: int = 0
+
+
+class Responder:
+    """One agent on the broker, with Client ID ``{org}/{unit}/{agent}``.
+
+    ``card``: the Agent Card to publish retained (None for a spawned instance: no card of its own).
+    ``runtime``: share one between a card agent and the instances it spawns.
+    ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``.
+    """
+
+    def __init__(
+        self,
+        agent: str,
+        handler: Handler,
+        *,
+        org: str = "acme",
+        unit: str = "support",
+        card: Optional[dict] = None,
+        runtime: Optional[TaskRuntime] = None,
+        pool: Optional[str] = None,
+        broker: Union[str, BrokerEndpoint, None] = None,
+        workers: int = 8,
+        max_pending: int = 1000,
+        binary_artifacts: bool = True,
+        ids: Optional[IdSource] = None,
+        keepalive: int = 30,
+        start: bool = True,
+    ):
+        self.org, self.unit, self.agent = org, unit, agent
+        self.handler = handler
+        self.card = card
+        self.runtime = runtime or TaskRuntime()
+        self.pool = pool
+        self.binary_artifacts = binary_artifacts
+        self.ids = ids or IdSource()
+        self.max_pending = max_pending
+        self.stats = ResponderStats()
+        self.request_topic = topics.request_topic(org, unit, agent)
+        self.discovery_topic = topics.discovery_topic(org, unit, agent)
+        self._queue: "queue.Queue[Optional[MqttMessage]]" = queue.Queue()
+        self._workers_n = workers
+        self._threads: list[threading.Thread] = []
+        self._broker = broker
+        self._keepalive = keepalive
+        self.session: Optional[Session] = None
+        if start:
+            self.start()
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> "Responder":
+        will = None
+        if self.card is not None:
+            will = self._card_message(properties.OFFLINE, properties.SOURCE_LWT)
+        self.session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
+                               keepalive=self._keepalive)
+        self.runtime.register(self)
+        for i in range(self._workers_n):
+            t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        self.session.subscribe(self.request_topic, handler=self._on_request)
+        if self.pool:
+            self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool),
+                                   handler=self._on_pool_request)
+        if self.card is not None:
+            self.publish_card()
+        return self
+
+    def _card_message(self, status: str, source: str) -> MqttMessage:
+        return MqttMessage(self.discovery_topic, encode_json(self.card), qos=1, retain=True,
+                           user_properties=properties.presence_properties(status, source),
+                           content_type="application/json", payload_format=1)
+
+    def publish_card(self, card: Optional[dict] = None) -> None:
+        """(Re)publish the full card, retained, QoS 1, ``a2a-status=online``."""
+        if card is not None:
+            self.card = card
+        self.session.publish(self._card_message(properties.ONLINE, properties.SOURCE_AGENT))
+
+    def unregister(self) -> None:
+        """Clear the retained card (an empty retained payload deletes it)."""
+        self.session.publish(MqttMessage(self.discovery_topic, b"", qos=1, retain=True))
+        self.card = None
+
+    def stop(self) -> None:
+        """Graceful stop: the card is republished ``offline`` (source ``agent``) first."""
+        if self.session is None or self.session.closed:
+            return
+        if self.card is not None:
+            try:
+                self.session.publish(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT), timeout=2)
+            except Exception as exc:
+                log.warning("%s: could not publish offline card: %s", self.agent, exc)
+        self._shutdown_workers()
+        self.session.close()
+        self.runtime.unregister(self)
+
+    def crash(self) -> None:
+        """Disconnect as if the process died: the broker publishes the last will."""
+        self._shutdown_workers()
+        self.session.close(send_will=True)
+        self.runtime.unregister(self)
+
+    def _shutdown_workers(self) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        self._threads = []
+
+    @property
+    def alive(self) -> bool:
+        return self.session is not None and not self.session.closed
+
+    def __enter__(self) -> "Responder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<Responder {self.org}/{self.unit}/{self.agent} {'up' if self.alive else 'stopped'}>"
+
+    # -- intake (network thread: queue only) ----------------------------------------------------------
+    def _on_pool_request(self, msg: MqttMessage) -> None:
+        self._intake(msg, pooled=True)
+
+    def _on_request(self, msg: MqttMessage) -> None:
+        self._intake(msg, pooled=False)
+
+    def _intake(self, msg: MqttMessage, pooled: bool) -> None:
+        self.stats.requests += 1
+        if self._queue.qsize() >= self.max_pending and msg.response_topic and msg.correlation_data is not None:
+            self.stats.overloaded += 1
+            err = errors.responder_unavailable(f"{self.agent} has {self.max_pending} requests waiting; retry later")
+            self._reply_error(msg, jsonrpc.request_id_of(msg.payload), err, pooled)
+            return
+        self._queue.put((msg, pooled))
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            msg, pooled = item
+            try:
+                self._process(msg, pooled)
+            except Exception:  # never let one request kill a worker
+                log.exception("%s: unexpected error while processing a request", self.agent)
+
+    # -- processing ------------------------------------------------------------------------------------
+    def _process(self, msg: MqttMessage, pooled: bool) -> None:
+        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent)
+        if isinstance(verdict, inbound.Drop):
+            self.stats.dropped += 1
+            log.info("%s dropped a request on %s: %s", self.agent, msg.topic, verdict.reason)
+            return
+        if isinstance(verdict, inbound.Rejected):
+            self._reply_error(msg, verdict.request_id, verdict.error, pooled)
+            return
+        try:
+            self._dispatch(msg, verdict, pooled)
+        except A2AError as err:
+            self._reply_error(msg, verdict.request_id, err, pooled)
+
+    def _listener(self, msg: MqttMessage, v: inbound.Accepted, kind: str, pooled: bool,
+                  history_length: Optional[int] = None) -> Listener:
+        mode = None
+        if msg.user_property(properties.ARTIFACT_MODE) is not None:
+            mode = properties.MODE_BINARY if (v.artifact_mode == properties.MODE_BINARY and self.binary_artifacts
+                                              and kind == STREAM) else properties.MODE_JSON
+        return Listener(kind, msg.response_topic, msg.correlation_data, v.request_id, self.agent, pooled,
+                        mode, history_length)
+
+    def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
+        m, p = v.method, v.params
+        if m in (jsonrpc.SEND_MESSAGE, jsonrpc.SEND_STREAMING_MESSAGE):
+            self._send_message(msg, v, pooled, stream=m == jsonrpc.SEND_STREAMING_MESSAGE)
+        elif m == jsonrpc.GET_TASK:
+            rec = self.runtime.get(p["id"])
+            inbound.check_get(rec.task if rec else None, p["id"])
+            self._reply_result(msg, v, rec, trim_history(rec.task, p.get("historyLength")), pooled)
+        elif m == jsonrpc.CANCEL_TASK:
+            self._cancel(msg, v, pooled)
+        elif m == jsonrpc.LIST_TASKS:
+            self._list(msg, v, pooled)
+        elif m == jsonrpc.SUBSCRIBE_TO_TASK:
+            rec = self.runtime.get(p["id"])
+            inbound.check_subscribe(rec.task if rec else None, p["id"])
+            self.runtime.add_listener(p["id"], self._listener(msg, v, STREAM, pooled), snapshot=True)
+        elif m == jsonrpc.GET_EXTENDED_AGENT_CARD:
+            raise errors.extended_agent_card_not_configured()
+        else:  # push notification config methods
+            raise errors.push_notification_not_supported()
+
+    def _send_message(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, stream: bool) -> None:
+        message = v.params["message"]
+        config = v.params.get("configuration") or {}
+        task_id = message["taskId"]
+        kind = STREAM if stream else BLOCKING
+        listener = self._listener(msg, v, kind, pooled, config.get("historyLength"))
+        with self.runtime.lock:
+            rec = self.runtime.get(task_id)
+            what = inbound.classify_send(rec.task if rec else None, message)
+            if what == inbound.SEND_NEW:
+                ctx_id = message.get("contextId") or self.ids.context_id()
+                rec = self.runtime.create(message, self.agent, ctx_id)
+            elif what == inbound.SEND_CONTINUE:
+                self.runtime.update(task_id, state=states.WORKING, append_history=message)
+        if what == inbound.SEND_DUPLICATE:
+            self.runtime.add_listener(task_id, listener, snapshot=stream)
+            return
+        immediate = bool(config.get("returnImmediately")) and not stream
+        if immediate:
+            self._reply_result(msg, v, rec, messages.send_message_result(rec.task), pooled)
+        else:
+            self.runtime.add_listener(task_id, listener, snapshot=stream)
+        self._execute(task_id, message, listener if not immediate else None)
+
+    def _execute(self, task_id: str, message: dict, listener: Optional[Listener]) -> None:
+        """Run the handler for one message of a task; its outcome always leaves a known state."""
+        self.stats.executions += 1
+        ctx = TaskContext(self.runtime, self, task_id, message, self.ids)
+        try:
+            result = self.handler(ctx)
+            state = ctx.state
+            if ctx.response_message is not None and states.is_active(state):
+                self._finish_with_message(ctx, listener)
+            elif states.is_active(state):
+                ctx.complete(result if isinstance(result, (str, dict, list)) else None)
+        except TaskCanceled:
+            pass
+        except Exception as exc:
+            self.stats.handler_crashes += 1
+            log.warning("%s: handler failed on task %s: %r", self.agent, task_id, exc)
+            try:
+                ctx.fail(f"the agent's handler failed: {type(exc).__name__}: {exc}")
+            except Exception:
+                log.exception("%s: could not mark task %s failed", self.agent, task_id)
+
+    def _finish_with_message(self, ctx: TaskContext, listener: Optional[Listener]) -> None:
+        """The handler answered with a Message: blocking and stream listeners of this request get
+        ``{"message": ...}``; the stored task completes with that message."""
+        entry = self.runtime.entry(ctx.task_id)
+        with self.runtime.lock:
+            waiting = [l for l in entry.listeners if not l.closed]
+            rec = self.runtime.get(ctx.task_id)
+            for l in waiting:
+                self.runtime._send(rec, l, messages.send_message_result(ctx.response_message))
+                l.closed = True
+            entry.listeners = []
+            self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
+
+    def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
+        task_id = v.params["id"]
+        with self.runtime.lock:
+            rec = self.runtime.get(task_id)
+            inbound.check_cancel(rec.task if rec else None, task_id)
+            self.runtime.entry(task_id).cancel.set()
+            rec = self.runtime.update(task_id, state=states.CANCELED, force=True)
+        self._reply_result(msg, v, rec, rec.task, pooled)
+
+    def _list(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
+        p = v.params
+        records = self.runtime.store.list(p.get("contextId"), p.get("status"))
+        size = p.get("pageSize") or 50
+        try:
+            start = int(p.get("pageToken") or 0)
+        except ValueError:
+            raise errors.invalid_params("pageToken is not one this agent issued") from None
+        page = records[start:start + size]
+        tasks = [trim_history(r.task, p.get("historyLength", 0)) for r in page]
+        if not p.get("includeArtifacts"):
+            tasks = [{k: val for k, val in t.items() if k != "artifacts"} for t in tasks]
+        nxt = str(start + size) if start + size < len(records) else ""
+        result = messages.list_tasks_result(tasks, next_page_token=nxt, page_size=size, total_size=len(records))
+        self._reply_result(msg, v, None, result, pooled)
+
+    # -- replies ---------------------------------------------------------------------------------------
+    def _reply_props(self, rec, pooled: bool) -> tuple:
+        owner = rec.owner if rec is not None else self.agent
+        if pooled or owner != self.agent:
+            return ((properties.RESPONDER_AGENT_ID, owner if owner in self.runtime.agents else self.agent),)
+        return ()
+
+    def _publisher(self, rec) -> "Responder":
+        if rec is not None and rec.owner in self.runtime.agents:
+            return self.runtime.agents[rec.owner]
+        return self
+
+    def _reply_result(self, msg: MqttMessage, v: inbound.Accepted, rec, result, pooled: bool) -> None:
+        payload = jsonrpc.result_response(v.request_id, result)
+        self.runtime.reply_once(self._publisher(rec), msg.response_topic, msg.correlation_data, payload,
+                                self._reply_props(rec, pooled))
+
+    def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
+        self.stats.errors += 1
+        extra = ((properties.RESPONDER_AGENT_ID, self.agent),) if pooled else ()
+        self.runtime.reply_once(self, msg.response_topic, msg.correlation_data,
+                                jsonrpc.error_response(request_id, err), extra)

@@ -1,0 +1,262 @@
+"""The task runtime a card agent shares with the instances it spawns.
+
+It owns the task store, who is listening to each task (blocking waiters and stream subscribers, by
+their Response Topic + Correlation Data), and which agent answers for each task now. Every change of
+a task goes through :meth:`TaskRuntime.update`, which checks the state machine, stores the task and
+tells the listeners: stream subscribers get each event as its own MQTT message; blocking waiters get
+the Task once it is terminal or interrupted (Profile: Streaming Reply Mapping 1-7, Optional Task
+Handover, Requester Retry 4: retried requests attach to the existing task).
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from ..protocol import jsonrpc, messages, properties, states
+from ..protocol.artifacts import ArtifactSet
+from ..protocol.errors import A2AError
+from ..protocol.packet import MqttMessage, encode_json
+from ..protocol.streams import STREAM_SEQ
+from .store import MemoryTaskStore, TaskRecord, TaskStore
+
+if TYPE_CHECKING:
+    from .responder import Responder
+
+log = logging.getLogger(__name__)
+
+BLOCKING, STREAM = "blocking", "stream"
+
+
+class TaskCanceled(Exception):
+    """Raised inside a handler when its task was canceled: the work stops there."""
+
+
+@dataclass
+class Listener:
+    """A reply path waiting for a task: Response Topic + Correlation Data + the JSON-RPC id."""
+
+    kind: str  # BLOCKING or STREAM
+    response_topic: str
+    correlation: bytes
+    request_id: Any
+    received_by: str  # the agent the request was addressed to
+    pooled: bool = False
+    artifact_mode: Optional[str] = None  # the chosen mode, when the request asked for one
+    history_length: Optional[int] = None
+    announced: Optional[str] = None  # last a2a-responder-agent-id sent on this path
+    seq: int = 0
+    closed: bool = False
+
+
+@dataclass
+class _TaskEntry:
+    listeners: list[Listener] = field(default_factory=list)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    chunk_seq: dict[str, int] = field(default_factory=dict)
+
+
+class TaskRuntime:
+    def __init__(self, store: Optional[TaskStore] = None, clock: Callable[[], float] = time.time):
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.clock = clock
+        self.lock = threading.RLock()
+        self._entries: dict[str, _TaskEntry] = {}
+        self.agents: dict[str, "Responder"] = {}
+        self.dropped_publishes = 0
+
+    # -- agents ----------------------------------------------------------------------------------------
+    def register(self, responder: "Responder") -> None:
+        with self.lock:
+            self.agents[responder.agent] = responder
+
+    def unregister(self, responder: "Responder") -> None:
+        with self.lock:
+            if self.agents.get(responder.agent) is responder:
+                del self.agents[responder.agent]
+
+    def owner_of(self, task_id: str) -> Optional[str]:
+        rec = self.store.get(task_id)
+        return rec.owner if rec else None
+
+    def hand_over(self, task_id: str, agent: str) -> None:
+        """From now on ``agent`` executes and answers for the task (Profile: Optional Task Handover)."""
+        with self.lock:
+            rec = self.store.get(task_id)
+            if rec is not None and rec.owner != agent:
+                self.store.put(TaskRecord(rec.task, agent, self.clock()))
+
+    # -- tasks -----------------------------------------------------------------------------------------
+    def entry(self, task_id: str) -> _TaskEntry:
+        with self.lock:
+            e = self._entries.get(task_id)
+            if e is None:
+                e = self._entries[task_id] = _TaskEntry()
+            return e
+
+    def get(self, task_id: str) -> Optional[TaskRecord]:
+        return self.store.get(task_id)
+
+    def create(self, message: dict, owner: str, context_id: str) -> TaskRecord:
+        msg = dict(message)
+        msg["contextId"] = context_id
+        task = messages.task(message["taskId"], context_id, messages.task_status(states.SUBMITTED), history=[msg])
+        rec = TaskRecord(task, owner, self.clock())
+        self.store.put(rec)
+        return rec
+
+    def add_listener(self, task_id: str, listener: Listener, snapshot: bool) -> None:
+        """Attach a reply path; a stream listener first gets the Task snapshot when ``snapshot``."""
+        with self.lock:
+            rec = self.store.get(task_id)
+            if snapshot and rec is not None:
+                self._send(rec, listener, messages.stream_task(trim_history(rec.task, listener.history_length)))
+            if rec is not None and listener.kind == BLOCKING and not states.is_active(rec.state):
+                self._send(rec, listener, messages.send_message_result(trim_history(rec.task, listener.history_length)))
+                return
+            if rec is not None and listener.kind == STREAM and states.ends_stream(rec.state):
+                return
+            self.entry(task_id).listeners.append(listener)
+
+    def update(self, task_id: str, *, state: Optional[str] = None, status_message: Optional[dict] = None,
+               artifact_event: Optional[dict] = None, append_history: Optional[dict] = None,
+               force: bool = False, skip: tuple = ()) -> TaskRecord:
+        """Apply one change, store it and tell every listener. Raises TaskCanceled if the task was
+        canceled meanwhile (unless ``force``, used by CancelTask itself)."""
+        with self.lock:
+            rec = self.store.get(task_id)
+            if rec is None:
+                raise KeyError(task_id)
+            entry = self.entry(task_id)
+            if entry.cancel.is_set() and not force:
+                raise TaskCanceled(task_id)
+            task = dict(rec.task)
+            if append_history is not None:
+                task["history"] = list(task.get("history", [])) + [append_history]
+            events: list[dict] = []
+            if artifact_event is not None:
+                arts = ArtifactSet(task.get("artifacts"))
+                arts.apply(artifact_event)
+                task["artifacts"] = arts.as_list()
+                events.append(messages.stream_artifact(artifact_event))
+            if state is not None:
+                old = rec.state
+                if not states.can_transition(old, state):
+                    raise ValueError(f"task {task_id}: {states.short_name(old)} cannot become {states.short_name(state)}")
+                status = messages.task_status(state, status_message)
+                task["status"] = status
+                if status_message is not None:
+                    task["history"] = list(task.get("history", [])) + [status_message]
+                events.append(messages.stream_status(
+                    messages.status_update(task_id, task["contextId"], status)))
+            rec = rec.with_task(task, self.clock())
+            self.store.put(rec)
+            self._notify(rec, entry, events, skip)
+            return rec
+
+    def _notify(self, rec: TaskRecord, entry: _TaskEntry, events: list[dict], skip=()) -> None:
+        final = states.ends_stream(rec.state)
+        for listener in list(entry.listeners):
+            if listener.kind == STREAM and any(listener is s for s in skip):
+                continue
+            if listener.kind == STREAM:
+                for ev in events:
+                    self._send(rec, listener, ev)
+                if final:
+                    listener.closed = True
+            elif final:
+                self._send(rec, listener, messages.send_message_result(trim_history(rec.task, listener.history_length)))
+                listener.closed = True
+        entry.listeners = [l for l in entry.listeners if not l.closed]
+
+    def send_binary_chunk(self, task_id: str, artifact_id: str, data: bytes, content_type: Optional[str],
+                          last: bool) -> None:
+        """One artifact chunk: raw bytes to binary-mode stream listeners, base64 JSON to the others,
+        and appended to the stored artifact (Profile: Optional MQTT Native Binary Artifact Mode)."""
+        with self.lock:
+            entry = self.entry(task_id)
+            seqno = entry.chunk_seq.get(artifact_id, 0)
+            entry.chunk_seq[artifact_id] = seqno + 1
+            rec = self.store.get(task_id)
+            binary = [l for l in entry.listeners if l.kind == STREAM and l.artifact_mode == properties.MODE_BINARY]
+            for listener in binary:
+                self._send_raw(rec, listener, data, content_type, artifact_id, seqno, last)
+            part = messages.raw_part(data, media_type=content_type)
+            event = messages.artifact_update(task_id, rec.task["contextId"], messages.artifact(artifact_id, [part]),
+                                             append=seqno > 0, last_chunk=last)
+            self.update(task_id, artifact_event=event, skip=binary)
+
+    # -- publishing ------------------------------------------------------------------------------------
+    def publisher_for(self, rec: Optional[TaskRecord], listener: Listener) -> Optional["Responder"]:
+        if rec is not None and rec.owner in self.agents:
+            return self.agents[rec.owner]
+        return self.agents.get(listener.received_by)
+
+    def reply_properties(self, rec: Optional[TaskRecord], listener: Listener, publisher: "Responder") -> list:
+        props: list[tuple[str, str]] = []
+        me = publisher.agent
+        if listener.pooled or me != listener.received_by or (listener.announced and listener.announced != me):
+            props.append((properties.RESPONDER_AGENT_ID, me))
+            listener.announced = me
+        if listener.artifact_mode is not None:
+            props.append((properties.ARTIFACT_MODE, listener.artifact_mode))
+        return props
+
+    def _send(self, rec: Optional[TaskRecord], listener: Listener, result: dict) -> None:
+        if listener.closed:
+            return
+        payload = encode_json(jsonrpc.result_response(listener.request_id, result))
+        props = []
+        if listener.kind == STREAM:
+            listener.seq += 1
+            props.append((STREAM_SEQ, str(listener.seq)))
+        self._publish(rec, listener, payload, props)
+
+    def _send_raw(self, rec, listener: Listener, data: bytes, content_type, artifact_id, seqno, last) -> None:
+        listener.seq += 1
+        props = properties.chunk_properties(rec.id, artifact_id, seqno, last, context_id=rec.task.get("contextId"))
+        self._publish(rec, listener, bytes(data), [(STREAM_SEQ, str(listener.seq)), *props],
+                      payload_format=0, content_type=content_type)
+
+    def _publish(self, rec, listener: Listener, payload: bytes, extra: list, payload_format: int = 1,
+                 content_type: Optional[str] = "application/json") -> None:
+        publisher = self.publisher_for(rec, listener)
+        if publisher is None:
+            self.dropped_publishes += 1
+            return
+        props = tuple(self.reply_properties(rec, listener, publisher) + list(extra))
+        msg = MqttMessage(listener.response_topic, payload, qos=1, correlation_data=listener.correlation,
+                          user_properties=props, content_type=content_type, payload_format=payload_format)
+        try:
+            publisher.session.publish_nowait(msg)
+        except Exception as exc:  # a dead instance: the requester's timeout and fallback take over
+            self.dropped_publishes += 1
+            log.warning("%s could not publish a reply for %s: %s", publisher.agent, rec.id if rec else "?", exc)
+
+    def reply_once(self, responder: "Responder", response_topic: str, correlation: bytes, payload: dict,
+                   extra: tuple = ()) -> None:
+        msg = MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
+                          user_properties=tuple(extra), content_type="application/json", payload_format=1)
+        try:
+            responder.session.publish_nowait(msg)
+        except Exception as exc:
+            self.dropped_publishes += 1
+            log.warning("%s could not publish a reply: %s", responder.agent, exc)
+
+
+def trim_history(task: dict, history_length: Optional[int]) -> dict:
+    """The task with only its last ``history_length`` history messages (GetTask ``historyLength``)."""
+    if history_length is None or "history" not in task:
+        return task
+    t = dict(task)
+    t["history"] = task["history"][-history_length:] if history_length else []
+    if not t["history"]:
+        del t["history"]
+    return t
+
+
+def raw_bytes(part: dict) -> bytes:
+    return base64.b64decode(part["raw"])

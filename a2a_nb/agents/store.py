@@ -1,0 +1,114 @@
+"""Task stores: where a responder keeps its tasks, behind one small interface.
+
+``MemoryTaskStore`` for notebooks and tests; ``SqliteTaskStore`` survives a restart of the agent
+(Profile: Requester Retry and Timeout Profile 4: the responder must still know a Task.id to
+deduplicate a retried request, and GetTask must answer after a restart). A card agent and the
+instances it spawns share one store, so the card agent can serve follow-ups for tasks it delegated.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Optional, Protocol, Union
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A v1.0 Task (wire shape) plus who owns it now (the agent that executes and answers)."""
+
+    task: dict
+    owner: str
+    updated_at: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return self.task["id"]
+
+    @property
+    def state(self) -> str:
+        return self.task["status"]["state"]
+
+    def with_task(self, task: dict, at: float) -> "TaskRecord":
+        return replace(self, task=task, updated_at=at)
+
+
+class TaskStore(Protocol):
+    def get(self, task_id: str) -> Optional[TaskRecord]: ...
+
+    def put(self, record: TaskRecord) -> None: ...
+
+    def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]: ...
+
+    def __len__(self) -> int: ...
+
+
+class MemoryTaskStore:
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskRecord] = {}
+        self._lock = threading.Lock()
+
+    def get(self, task_id: str) -> Optional[TaskRecord]:
+        with self._lock:
+            return self._tasks.get(task_id)
+
+    def put(self, record: TaskRecord) -> None:
+        with self._lock:
+            self._tasks[record.id] = record
+
+    def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]:
+        with self._lock:
+            records = list(self._tasks.values())
+        return _filter(records, context_id, state)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
+class SqliteTaskStore:
+    """One row per task; the JSON of the Task as it is on the wire."""
+
+    def __init__(self, path: Union[str, Path]):
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT, state TEXT, owner TEXT,"
+            " updated_at REAL, task TEXT NOT NULL)"
+        )
+
+    def get(self, task_id: str) -> Optional[TaskRecord]:
+        with self._lock:
+            row = self._db.execute("SELECT task, owner, updated_at FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return TaskRecord(json.loads(row[0]), row[1], row[2]) if row else None
+
+    def put(self, record: TaskRecord) -> None:
+        t = record.task
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO tasks (id, context_id, state, owner, updated_at, task) VALUES (?, ?, ?, ?, ?, ?)",
+                (t["id"], t.get("contextId"), t["status"]["state"], record.owner, record.updated_at,
+                 json.dumps(t, separators=(",", ":"))),
+            )
+
+    def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT task, owner, updated_at FROM tasks ORDER BY rowid").fetchall()
+        return _filter([TaskRecord(json.loads(r[0]), r[1], r[2]) for r in rows], context_id, state)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _filter(records: Iterable[TaskRecord], context_id: Optional[str], state: Optional[str]) -> list[TaskRecord]:
+    return [r for r in records
+            if (context_id is None or r.task.get("contextId") == context_id) and (state is None or r.state == state)]

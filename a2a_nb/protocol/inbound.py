@@ -1,0 +1,267 @@
+"""What a responder checks on each incoming request, before any work (pure functions).
+
+Profile: Request/Reply Mapping 2-7 (reply path, requester-generated UUIDv4 Task.id), Error Handling
+and Deduplication 4-5 (message expiry), Mandatory Binding-Specific Error Mapping (-32003/-32005),
+Multi-Turn Conversation Patterns (contextId), plus JSON-RPC and A2A v1.0 parameter shapes.
+
+Order of the checks (each step answers with the first problem found):
+1. no Response Topic or no Correlation Data → nothing can be answered: ``Drop``;
+2. request expired while it waited (Message Expiry) → -32003 ``request_expired``;
+3. binding metadata invalid (content type, payload format, security profile, recipient) → -32005;
+4. not UTF-8 / not JSON → -32700; not a JSON-RPC request → -32600; unknown method → -32601;
+5. params of the wrong shape, Task.id missing or not UUIDv4 → -32602.
+Task-state checks (unknown task, terminal task, context mismatch) need the store: see
+``check_send_against`` and friends below, which take the stored task as an argument.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from . import errors, jsonrpc, properties, states
+from .errors import A2AError
+from .ids import is_uuid4
+from .packet import MqttMessage
+
+JSON_CONTENT_TYPES = frozenset({"application/json", "application/json-rpc", "application/json; charset=utf-8"})
+ROLES = frozenset({"ROLE_USER", "ROLE_AGENT"})
+PART_KINDS = ("text", "data", "raw", "url")
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A request without a reply path: it is logged and dropped, never answered."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A request answered with an error on its reply path."""
+
+    request_id: jsonrpc.RequestId
+    error: A2AError
+
+
+@dataclass(frozen=True)
+class Accepted:
+    request_id: jsonrpc.RequestId
+    method: str
+    params: dict
+    artifact_mode: str
+
+
+Verdict = Union[Drop, Rejected, Accepted]
+
+
+def has_wildcards(topic: str) -> bool:
+    return "+" in topic or "#" in topic
+
+
+def is_expired(msg: MqttMessage, now: float) -> bool:
+    """True when the request's Message Expiry Interval ran out while it waited to be processed.
+
+    The broker already subtracts its own holding time; what is left counts from ``received_at``.
+    """
+    if msg.message_expiry is None or msg.received_at is None:
+        return False
+    return now > msg.received_at + msg.message_expiry
+
+
+def check_binding(msg: MqttMessage, my_agent_id: str) -> Optional[A2AError]:
+    """Binding metadata this kit can act on (-32005 ``transport_protocol_error`` when invalid)."""
+    if msg.payload_format == 0:
+        return errors.transport_protocol_error("requests are JSON-RPC text: Payload Format Indicator must be 1 or absent")
+    if msg.content_type is not None and msg.content_type.split(";")[0].strip().lower() not in {
+        c.split(";")[0] for c in JSON_CONTENT_TYPES
+    }:
+        return errors.transport_protocol_error(f"unsupported request Content Type {msg.content_type!r}; use application/json")
+    profile = msg.user_property(properties.SECURITY_PROFILE)
+    if profile is not None:
+        return errors.transport_protocol_error(f"security profile {profile!r} is not supported by this responder")
+    recipient = msg.user_property(properties.RECIPIENT_AGENT_ID)
+    if recipient is not None and recipient != my_agent_id:
+        return errors.transport_protocol_error(f"a2a-recipient-agent-id {recipient!r} is not this responder ({my_agent_id})")
+    auth = [v for k, v in msg.user_properties if k == properties.AUTHORIZATION]
+    if len(auth) > 1:
+        return errors.transport_protocol_error("more than one a2a-authorization user property")
+    return None
+
+
+def check_request(msg: MqttMessage, now: float, my_agent_id: str) -> Verdict:
+    """Steps 1-5 of the module docstring on one received request."""
+    if not msg.response_topic:
+        return Drop("no Response Topic: the request cannot be answered")
+    if msg.correlation_data is None:
+        return Drop("no Correlation Data: a reply could not be matched by the requester")
+    if has_wildcards(msg.response_topic):
+        return Drop(f"Response Topic {msg.response_topic!r} has wildcards: nothing can be published there")
+    request_id = jsonrpc.request_id_of(msg.payload)
+    if is_expired(msg, now):
+        return Rejected(request_id, errors.request_expired("the request's Message Expiry Interval ran out before processing"))
+    problem = check_binding(msg, my_agent_id)
+    if problem is not None:
+        return Rejected(request_id, problem)
+    try:
+        req = jsonrpc.parse_request(msg.payload)
+        method = jsonrpc.check_method(req["method"])
+        params = req.get("params", {})
+        check_params(method, params)
+    except A2AError as err:
+        return Rejected(request_id, err)
+    return Accepted(req.get("id"), method, params, properties.artifact_mode(msg.user_property(properties.ARTIFACT_MODE)))
+
+
+# -- parameter shapes ---------------------------------------------------------------------------------
+def _bad(detail: str) -> A2AError:
+    return errors.invalid_params(detail)
+
+
+def _opt_int(params: dict, key: str, minimum: int = 0) -> None:
+    if key in params and (not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] < minimum):
+        raise _bad(f"'{key}' must be an integer >= {minimum}")
+
+
+def _task_id(params: dict, key: str = "id") -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise _bad(f"'{key}' (the Task.id) is required and must be a string")
+    return value
+
+
+def check_part(part: Any, where: str) -> None:
+    if not isinstance(part, dict):
+        raise _bad(f"{where} must be an object")
+    kinds = [k for k in PART_KINDS if k in part]
+    if len(kinds) != 1:
+        raise _bad(f"{where} must have exactly one of {', '.join(PART_KINDS)} (found {kinds or 'none'})")
+    kind = kinds[0]
+    if kind in ("text", "raw", "url") and not isinstance(part[kind], str):
+        raise _bad(f"{where}.{kind} must be a string")
+    for key in ("mediaType", "filename"):
+        if key in part and not isinstance(part[key], str):
+            raise _bad(f"{where}.{key} must be a string")
+    if "metadata" in part and not isinstance(part["metadata"], dict):
+        raise _bad(f"{where}.metadata must be an object")
+    unknown = set(part) - set(PART_KINDS) - {"mediaType", "filename", "metadata"}
+    if unknown:
+        raise _bad(f"{where} has unknown fields {sorted(unknown)}")
+
+
+def check_message(message: Any) -> dict:
+    """A v1.0 Message as the MQTT binding needs it (Task.id present and UUIDv4)."""
+    if not isinstance(message, dict):
+        raise _bad("'message' is required and must be an object")
+    if not isinstance(message.get("messageId"), str) or not message["messageId"]:
+        raise _bad("message.messageId is required and must be a non-empty string")
+    if message.get("role") not in ROLES:
+        raise _bad(f"message.role must be one of {sorted(ROLES)}, got {message.get('role')!r}")
+    parts = message.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise _bad("message.parts must be a non-empty list")
+    for i, part in enumerate(parts):
+        check_part(part, f"message.parts[{i}]")
+    task_id = message.get("taskId")
+    if not isinstance(task_id, str) or not is_uuid4(task_id):
+        raise _bad("message.taskId is required over MQTT and must be a UUIDv4 generated by the requester "
+                   f"(Profile: Request/Reply Mapping 6), got {task_id!r}")
+    if "contextId" in message and (not isinstance(message["contextId"], str) or not message["contextId"]):
+        raise _bad("message.contextId must be a non-empty string when present")
+    if "referenceTaskIds" in message and not (
+        isinstance(message["referenceTaskIds"], list) and all(isinstance(t, str) for t in message["referenceTaskIds"])
+    ):
+        raise _bad("message.referenceTaskIds must be a list of strings")
+    for key in ("metadata",):
+        if key in message and not isinstance(message[key], dict):
+            raise _bad(f"message.{key} must be an object")
+    if "extensions" in message and not (
+        isinstance(message["extensions"], list) and all(isinstance(t, str) for t in message["extensions"])
+    ):
+        raise _bad("message.extensions must be a list of strings")
+    unknown = set(message) - {"messageId", "role", "parts", "taskId", "contextId", "referenceTaskIds", "metadata", "extensions"}
+    if unknown:
+        raise _bad(f"message has unknown fields {sorted(unknown)}")
+    return message
+
+
+def check_params(method: str, params: Any) -> None:
+    """Raise -32602 when ``params`` do not fit ``method`` (A2A v1.0 shapes)."""
+    if not isinstance(params, dict):
+        raise _bad("params must be an object")
+    if method in (jsonrpc.SEND_MESSAGE, jsonrpc.SEND_STREAMING_MESSAGE):
+        check_message(params.get("message"))
+        config = params.get("configuration")
+        if config is not None:
+            if not isinstance(config, dict):
+                raise _bad("configuration must be an object")
+            _opt_int(config, "historyLength")
+            if "returnImmediately" in config and not isinstance(config["returnImmediately"], bool):
+                raise _bad("configuration.returnImmediately must be a boolean")
+            if "acceptedOutputModes" in config and not (
+                isinstance(config["acceptedOutputModes"], list) and all(isinstance(m, str) for m in config["acceptedOutputModes"])
+            ):
+                raise _bad("configuration.acceptedOutputModes must be a list of strings")
+        if "metadata" in params and not isinstance(params["metadata"], dict):
+            raise _bad("metadata must be an object")
+    elif method in (jsonrpc.GET_TASK, jsonrpc.CANCEL_TASK, jsonrpc.SUBSCRIBE_TO_TASK):
+        _task_id(params)
+        _opt_int(params, "historyLength")
+    elif method == jsonrpc.LIST_TASKS:
+        if "contextId" in params and not isinstance(params["contextId"], str):
+            raise _bad("contextId must be a string")
+        if "status" in params and not states.is_state(params["status"]):
+            raise _bad(f"status must be a TASK_STATE_* name, got {params['status']!r}")
+        _opt_int(params, "pageSize", 1)
+        _opt_int(params, "historyLength")
+        if "pageToken" in params and not isinstance(params["pageToken"], str):
+            raise _bad("pageToken must be a string")
+
+
+# -- checks against the stored task ------------------------------------------------------------------------
+SEND_NEW, SEND_DUPLICATE, SEND_CONTINUE = "new", "duplicate", "continue"
+
+
+def classify_send(stored: Optional[dict], message: dict) -> str:
+    """What a SendMessage means for the task it names (Profile: Requester Retry 4, Multi-Turn).
+
+    ``new``: no such task yet. ``duplicate``: a retry (same messageId seen, or the task is still
+    active: dedupe by Task.id, never run the work twice). ``continue``: new input for an interrupted
+    task. Raises -32602 on a contextId mismatch and -32004 for a message to a terminal task.
+    """
+    if stored is None:
+        return SEND_NEW
+    ctx = message.get("contextId")
+    if ctx is not None and ctx != stored.get("contextId"):
+        raise _bad(f"message.contextId {ctx!r} differs from the task's contextId {stored.get('contextId')!r}")
+    seen = {m.get("messageId") for m in stored.get("history", [])}
+    if message["messageId"] in seen:
+        return SEND_DUPLICATE
+    state = stored["status"]["state"]
+    if states.is_terminal(state):
+        raise errors.unsupported_operation(
+            f"task {stored['id']} is {states.short_name(state)} (terminal): start a new task in the same contextId")
+    if states.is_interrupted(state):
+        return SEND_CONTINUE
+    return SEND_DUPLICATE
+
+
+def check_cancel(stored: Optional[dict], task_id: str) -> dict:
+    if stored is None:
+        raise errors.task_not_found(task_id)
+    if states.is_terminal(stored["status"]["state"]):
+        raise errors.task_not_cancelable(task_id, stored["status"]["state"])
+    return stored
+
+
+def check_subscribe(stored: Optional[dict], task_id: str) -> dict:
+    if stored is None:
+        raise errors.task_not_found(task_id)
+    if states.is_terminal(stored["status"]["state"]):
+        raise errors.unsupported_operation(f"task {task_id} is terminal: nothing left to subscribe to; use GetTask")
+    return stored
+
+
+def check_get(stored: Optional[dict], task_id: str) -> dict:
+    if stored is None:
+        raise errors.task_not_found(task_id)
+    return stored

@@ -1,0 +1,144 @@
+"""The requester's routing table: which agent answers for each task (handover and pools).
+
+Profile: Optional Task Handover (user story 07), Optional Shared Subscription Dispatch (10, 11),
+Requester Retry and Timeout Profile (9). Rules kept here, and only here:
+
+* a task starts routed to the agent (or pool) the first request went to: the card agent;
+* ``a2a-responder-agent-id`` on ANY reply or stream item reroutes the task to that agent (same org
+  and unit); the most recent value wins; Task.id never changes;
+* a reply without the property leaves the route as it is (no handover);
+* when the handover target stops answering, the requester falls back to the card agent and the
+  reason is recorded;
+* a pooled task is routed to the pool until a responder is known, then to that responder.
+
+Pure data: the caller passes the time; persistence is done by the agents layer from ``rows()``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from .ids import validate_identifier
+from .topics import pool_topic, request_topic
+
+
+@dataclass(frozen=True)
+class Address:
+    """An agent (``pool is None``) or a pool in one org/unit."""
+
+    org: str
+    unit: str
+    agent: Optional[str] = None
+    pool: Optional[str] = None
+
+    def __post_init__(self):
+        validate_identifier(self.org, "org_id")
+        validate_identifier(self.unit, "unit_id")
+        if (self.agent is None) == (self.pool is None):
+            raise ValueError("an address names exactly one of agent or pool")
+        validate_identifier(self.agent or self.pool, "agent_id" if self.agent else "pool_id")
+
+    @property
+    def topic(self) -> str:
+        """Where requests for this address are published (never ``$share/...``)."""
+        if self.pool is not None:
+            return pool_topic(self.org, self.unit, self.pool)
+        return request_topic(self.org, self.unit, self.agent)
+
+    @property
+    def label(self) -> str:
+        return f"pool:{self.pool}" if self.pool else str(self.agent)
+
+    def __str__(self) -> str:
+        return f"{self.org}/{self.unit}/{self.label}"
+
+
+@dataclass(frozen=True)
+class Reroute:
+    """One change of route: ``cause`` is ``handover``, ``pool-assigned`` or ``fallback``."""
+
+    at: float
+    task_id: str
+    from_: Address
+    to: Address
+    cause: str
+    detail: str = ""
+
+
+@dataclass
+class Route:
+    task_id: str
+    card: Address
+    current: Address
+    updated_at: float = 0.0
+
+
+@dataclass
+class RoutingTable:
+    """Task.id → current responder, the card agent as fallback, and every reroute."""
+
+    routes: dict[str, Route] = field(default_factory=dict)
+    history: list[Reroute] = field(default_factory=list)
+
+    def start(self, task_id: str, target: Address, at: float) -> Route:
+        """Route a new task to the agent or pool its first request goes to (idempotent)."""
+        route = self.routes.get(task_id)
+        if route is None:
+            route = Route(task_id, target, target, at)
+            self.routes[task_id] = route
+        return route
+
+    def target(self, task_id: str) -> Optional[Address]:
+        route = self.routes.get(task_id)
+        return route.current if route else None
+
+    def card(self, task_id: str) -> Optional[Address]:
+        route = self.routes.get(task_id)
+        return route.card if route else None
+
+    def observe(self, task_id: str, responder_agent_id: Optional[str], at: float) -> Optional[Reroute]:
+        """Apply the ``a2a-responder-agent-id`` of one reply or stream item for ``task_id``.
+
+        Returns the reroute it caused, or None (no property, same agent, or unknown task).
+        """
+        route = self.routes.get(task_id)
+        if route is None or not responder_agent_id:
+            return None
+        validate_identifier(responder_agent_id, "a2a-responder-agent-id")
+        new = Address(route.card.org, route.card.unit, agent=responder_agent_id)
+        if new == route.current:
+            return None
+        cause = "pool-assigned" if route.current.pool is not None else "handover"
+        return self._move(route, new, at, cause, f"a2a-responder-agent-id={responder_agent_id}")
+
+    def fall_back(self, task_id: str, at: float, reason: str) -> Optional[Reroute]:
+        """The current target stopped answering: route back to the card agent (or pool)."""
+        route = self.routes.get(task_id)
+        if route is None or route.current == route.card:
+            return None
+        return self._move(route, route.card, at, "fallback", reason)
+
+    def _move(self, route: Route, to: Address, at: float, cause: str, detail: str) -> Reroute:
+        event = Reroute(at, route.task_id, route.current, to, cause, detail)
+        route.current = to
+        route.updated_at = at
+        self.history.append(event)
+        return event
+
+    def reroutes(self, task_id: Optional[str] = None) -> list[Reroute]:
+        return [r for r in self.history if task_id is None or r.task_id == task_id]
+
+    def rows(self) -> list[dict]:
+        """One row per task (for a DataFrame or a store)."""
+        return [
+            {"task_id": r.task_id, "card": str(r.card), "current": str(r.current),
+             "reroutes": sum(1 for h in self.history if h.task_id == r.task_id), "updated_at": r.updated_at}
+            for r in self.routes.values()
+        ]
+
+    def history_rows(self) -> list[dict]:
+        return [{"at": h.at, "task_id": h.task_id, "from": str(h.from_), "to": str(h.to), "cause": h.cause,
+                 "detail": h.detail} for h in self.history]
+
+    def restore(self, route: Route) -> None:
+        self.routes[route.task_id] = replace(route)
