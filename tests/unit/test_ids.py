@@ -1,0 +1,139 @@
+"""Profile: Identifier Format, Client Session Requirements 3-4, Request/Reply Mapping 5-6."""
+import re
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from a2a_nb.protocol import ids
+from a2a_nb.protocol.ids import IdSource, InvalidIdentifier, validate_identifier
+
+ALLOWED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+valid_ids = st.text(alphabet=ALLOWED, min_size=1, max_size=40)
+
+
+@pytest.mark.parametrize("value", ["acme", "support", "ticket-desk", "a.b_c-D9", ".", "-", "_"])
+def test_valid_identifiers_are_returned(value):
+    assert validate_identifier(value) == value
+
+
+@pytest.mark.parametrize(
+    "value, bad",
+    [("acme corp", "' '"), ("a/b", "'/'"), ("a+b", "'+'"), ("a#", "'#'"), ("über", "'ü'"),
+     ("a$b", "'$'"), ("ab\n", "'\\n'")],
+)
+def test_invalid_identifier_message_names_what_and_chars(value, bad):
+    with pytest.raises(InvalidIdentifier) as e:
+        validate_identifier(value, "agent_id")
+    assert "agent_id" in str(e.value)
+    assert bad in str(e.value)
+    assert "Identifier Format" in str(e.value)
+
+
+def test_empty_and_non_string_identifiers_are_rejected():
+    with pytest.raises(InvalidIdentifier, match="org_id must not be empty"):
+        validate_identifier("", "org_id")
+    with pytest.raises(InvalidIdentifier, match="must be a string"):
+        validate_identifier(7, "unit_id")  # type: ignore[arg-type]
+    assert issubclass(InvalidIdentifier, ValueError)
+
+
+def test_trailing_newline_is_not_accepted():
+    # re.match(r"...$") would accept "acme\n"; the validator must not.
+    with pytest.raises(InvalidIdentifier):
+        validate_identifier("acme\n")
+
+
+@given(valid_ids)
+def test_property_every_allowed_string_is_valid(s):
+    assert validate_identifier(s) == s
+    assert ids.IDENTIFIER_RE.fullmatch(s)
+
+
+@given(st.text(min_size=1, max_size=30))
+def test_property_validator_agrees_with_regex(s):
+    ok = re.fullmatch(r"[A-Za-z0-9_.-]+", s) is not None
+    if ok:
+        assert validate_identifier(s) == s
+    else:
+        with pytest.raises(InvalidIdentifier):
+            validate_identifier(s)
+
+
+@given(valid_ids, valid_ids, valid_ids)
+def test_property_client_id_round_trip(org, unit, agent):
+    cid = ids.client_id(org, unit, agent)
+    assert cid == f"{org}/{unit}/{agent}"
+    assert ids.parse_client_id(cid) == (org, unit, agent)
+
+
+def test_client_id_validates_each_part():
+    with pytest.raises(InvalidIdentifier, match="unit_id"):
+        ids.client_id("acme", "sup port", "desk")
+    with pytest.raises(InvalidIdentifier, match="3 parts"):
+        ids.parse_client_id("acme/support")
+    with pytest.raises(InvalidIdentifier, match="3 parts"):
+        ids.parse_client_id("acme/support/desk/extra")
+    with pytest.raises(InvalidIdentifier, match="agent_id"):
+        ids.parse_client_id("acme/support/")
+
+
+def test_is_uuid4_is_strict():
+    u = str(uuid.uuid4())
+    assert ids.is_uuid4(u)
+    assert ids.is_uuid4(u.upper())
+    assert not ids.is_uuid4(str(uuid.uuid1()))  # version 1
+    assert not ids.is_uuid4(u.replace("-", ""))  # not hyphenated
+    assert not ids.is_uuid4("{" + u + "}")
+    assert not ids.is_uuid4(u + "\n")
+    assert not ids.is_uuid4("12345678-1234-4234-c234-123456789abc")  # variant c
+    assert not ids.is_uuid4("12345678-1234-4234-7234-123456789abc")  # variant 7
+    assert ids.is_uuid4("12345678-1234-4234-b234-123456789abc")
+    assert not ids.is_uuid4(None)
+    assert not ids.is_uuid4(uuid.uuid4())  # a UUID object is not the wire string
+
+
+@pytest.mark.parametrize("seed", [None, 0, 42])
+def test_id_source_shapes(seed):
+    src = IdSource(seed)
+    for make in (src.uuid4, src.task_id, src.context_id, src.jsonrpc_id, src.message_id):
+        value = make()
+        assert ids.is_uuid4(value), make.__name__
+        assert value == value.lower()
+    corr = src.correlation()
+    assert isinstance(corr, bytes) and len(corr) == 16
+    suffix = src.reply_suffix()
+    assert re.fullmatch(r"[0-9a-f]{16}", suffix)
+    assert validate_identifier(suffix) == suffix
+
+
+def test_seeded_sources_are_reproducible_and_unseeded_are_not():
+    def draw(src):
+        return (src.task_id(), src.context_id(), src.message_id("TCK-4821"), src.correlation(),
+                src.reply_suffix(), src.jsonrpc_id())
+
+    assert draw(IdSource(7)) == draw(IdSource(7))
+    assert draw(IdSource(7)) != draw(IdSource(8))
+    assert draw(IdSource()) != draw(IdSource())
+    assert IdSource(7).seed == 7 and IdSource().seed is None
+
+
+def test_message_ids_with_prefix_are_counted_and_unique():
+    src = IdSource(1)
+    got = [src.message_id("TCK-4821"), src.message_id("TCK-4821"), src.message_id("TCK"),
+           src.message_id()]
+    assert got[:3] == ["TCK-4821-1", "TCK-4821-2", "TCK-3"]
+    assert len(set(got)) == 4
+    with pytest.raises(ValueError):
+        src.message_id("")
+
+
+@settings(max_examples=25)
+@given(st.integers(min_value=0, max_value=2**32))
+def test_property_seeded_ids_are_unique_within_a_source(seed):
+    src = IdSource(seed)
+    values = [src.task_id() for _ in range(50)] + [src.message_id("m") for _ in range(50)]
+    assert len(set(values)) == len(values)
+    corrs = {src.correlation() for _ in range(50)}
+    assert len(corrs) == 50
