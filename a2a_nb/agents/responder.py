@@ -17,7 +17,7 @@ from typing import Callable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
-from ..protocol import errors, inbound, jsonrpc, messages, properties, states, topics
+from ..protocol import errors, inbound, jsonrpc, messages, pools, properties, states, topics
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
@@ -57,6 +57,7 @@ class Responder:
         card: Optional[dict] = None,
         runtime: Optional[TaskRuntime] = None,
         pool: Optional[str] = None,
+        pool_slot: Optional[tuple[int, int]] = None,
         broker: Union[str, BrokerEndpoint, None] = None,
         workers: int = 8,
         max_pending: int = 1000,
@@ -70,6 +71,8 @@ class Responder:
         self.card = card
         self.runtime = runtime or TaskRuntime()
         self.pool = pool
+        self.pool_slot = pool_slot
+        self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
         self.binary_artifacts = binary_artifacts
         self.ids = ids or IdSource()
         self.max_pending = max_pending
@@ -99,11 +102,26 @@ class Responder:
             self._threads.append(t)
         self.session.subscribe(self.request_topic, handler=self._on_request)
         if self.pool:
-            self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool),
-                                   handler=self._on_pool_request)
+            self._join_pool()
         if self.card is not None:
             self.publish_card()
         return self
+
+    def _join_pool(self) -> None:
+        """Consume the pool via ``$share`` when the broker delivers it on ``$`` topics, else via
+        the plain pool topic with slot claiming (Profile: Optional Shared Subscription Dispatch)."""
+        if self.session.delivers_shared_dollar_topics(topics.event_topic(self.org, self.unit, self.agent)):
+            self.pool_mode = "shared"
+            self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool),
+                                   handler=self._on_pool_request)
+            return
+        if self.pool_slot is None:
+            raise RuntimeError(
+                f"the broker at {self.session.endpoint.url} does not deliver $share subscriptions on $a2a topics "
+                "(Mosquitto 2.0.11 does not): give each pool member pool_slot=(index, members) so members can "
+                "claim requests among themselves")
+        self.pool_mode = "slot"
+        self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool), handler=self._on_pool_request)
 
     def _card_message(self, status: str, source: str) -> MqttMessage:
         return MqttMessage(self.discovery_topic, encode_json(self.card), qos=1, retain=True,
@@ -187,6 +205,10 @@ class Responder:
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
+        if pooled and self.pool_mode == "slot":
+            index, members = self.pool_slot
+            if pools.claim_slot(pools.pool_key(msg.payload, msg.correlation_data), members) != index:
+                return  # another member of the pool claims this one
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent)
         if isinstance(verdict, inbound.Drop):
             self.stats.dropped += 1

@@ -335,6 +335,19 @@ class Session:
             self._cond.wait_for(lambda: mid in self._unsubacks or self._closed, timeout)
             self._unsubacks.discard(mid)
 
+    def delivers_shared_dollar_topics(self, probe_topic: str) -> bool:
+        """Does this broker deliver ``$share/...`` subscriptions on topics starting with ``$``?
+
+        Probed with a QoS 1 publish to ``probe_topic`` (a topic of this client's own): PUBACK 16
+        "No matching subscribers" means the shared subscription matched nothing.
+        """
+        shared = f"$share/a2a-nb-probe/{probe_topic}"
+        self.subscribe(shared, handler=lambda m: None)
+        try:
+            return not self.publish(MqttMessage(probe_topic, b"", qos=1)).no_subscribers
+        finally:
+            self.unsubscribe(shared)
+
     def receive(self, timeout: float = 5.0) -> Optional[MqttMessage]:
         """Next message from ``inbox`` (messages without a handler), or None after ``timeout``."""
         try:
