@@ -1,6 +1,197 @@
-"""Sub-commands that run agents and tools: added here as the kit grows."""
+"""Sub-commands that run agents and tools: serve, send, story, bench (+ record, lint from traffic)."""
 from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from .cli import _wait_for_signal, command
+
+
+def _scope(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--org", default="acme", help="org_id of the topics (default acme)")
+    p.add_argument("--unit", default="support", help="unit_id of the topics (default support)")
+    p.add_argument("--broker", default=None, help="broker URL (default: A2A_BROKER_URL, else an embedded Mosquitto)")
 
 
 def add_parsers(sub) -> None:
-    return None
+    s = sub.add_parser("serve", help="run an agent until Ctrl-C: echo, ticket-desk or analyst (pool member)")
+    s.add_argument("agent", choices=["echo", "ticket-desk", "analyst"])
+    s.add_argument("--handover", default="first-reply", help="ticket-desk handover plan: none, first-reply, "
+                   "mid-stream, double, dies")
+    s.add_argument("--pool", default=None, help="also consume the shared pool request topic of this pool")
+    s.add_argument("--members", type=int, default=1, help="analyst pool: how many members to run")
+    s.add_argument("--store", default=None, help="SQLite file for the desk's tasks (survives a restart)")
+    _scope(s)
+
+    m = sub.add_parser("send", help="one SendMessage (or --stream) and print the reply, state and round trip")
+    m.add_argument("agent", help="agent id, or pool:NAME")
+    m.add_argument("text")
+    m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
+    m.add_argument("--timeout", type=float, default=15.0, help="first-reply timeout in seconds (default 15)")
+    _scope(m)
+
+    st = sub.add_parser("story", help="the coordinator's story, narrated step by step")
+    st.add_argument("--scenario", default="happy", help="happy, handover, no-handover, multi-handover, "
+                    "handover-unreachable, pool, or full (all of them)")
+    st.add_argument("--record", default=None, help="record the traffic to this JSON-lines file")
+    st.add_argument("--charts", default=None, help="save the charts of the recording as PNG files in this folder")
+    st.add_argument("--served", action="store_true", help="use agents already served (do not start them)")
+    st.add_argument("--pace", type=float, default=0.05, help="seconds between the analyst's steps")
+    _scope(st)
+
+    b = sub.add_parser("bench", help="the kit against raw paho-mqtt on the same broker, in one run")
+    b.add_argument("--json", action="store_true", help="print the results as JSON")
+    b.add_argument("-n", type=int, default=1000, help="round trips (default 1000)")
+    b.add_argument("--stream-n", type=int, default=5000, help="stream events (default 5000)")
+    b.add_argument("--broker", default=None)
+
+    try:
+        from .traffic import cli as traffic_cli
+    except ImportError:
+        return
+    traffic_cli.add_parsers(sub)
+
+
+@command("serve")
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .agents.responder import Responder
+    from .mqtt.broker import resolve
+    from .story.cast import TicketDesk, analyst_pool, echo_card, echo_handler
+
+    url = resolve(args.broker).url_with_secret
+    stoppers = []
+    if args.agent == "echo":
+        r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
+                      broker=url, inline=True)
+        stoppers.append(r.stop)
+        print(f"echo serving on {r.request_topic} ({resolve(args.broker).url})", flush=True)
+    elif args.agent == "ticket-desk":
+        desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover, store_path=args.store,
+                          pool=args.pool)
+        stoppers.append(desk.stop)
+        print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover})", flush=True)
+    else:
+        if not args.pool:
+            print("error: serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)",
+                  file=sys.stderr)
+            return 2
+        for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url):
+            stoppers.append(member.stop)
+            print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        for stop in stoppers:
+            stop()
+    return 0
+
+
+@command("send")
+def cmd_send(args: argparse.Namespace) -> int:
+    from .agents.requester import Requester, RequestTimeout
+    from .protocol import messages, states
+    from .protocol.errors import A2AError, classify
+    from .protocol.retry import RetryProfile
+
+    retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=max(30.0, args.timeout))
+    req = Requester("cli", org=args.org, unit=args.unit, broker=args.broker, retry=retry)
+    t = time.perf_counter()
+    try:
+        if args.stream:
+            stream = req.stream(args.agent, args.text)
+            for ev in stream:
+                print(f"{(time.perf_counter() - t) * 1000:8.1f} ms  {ev.kind:15s} "
+                      f"{states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
+            print(f"task {stream.task_id}: {states.short_name(stream.state) if stream.state else '?'}")
+        else:
+            reply = req.send(args.agent, args.text)
+            print(reply.text or json.dumps(reply.result))
+            print(f"task {reply.task_id}: {states.short_name(reply.state) if reply.state else 'message reply'}; "
+                  f"round trip {reply.rtt_s * 1000:.1f} ms; {len(reply.attempts)} attempt(s)")
+        for r in req.routing.history_rows():
+            print(f"routing: {r['cause']} {r['from']} → {r['to']}")
+        return 0
+    except A2AError as err:
+        print(f"error {err.code} ({classify(err).name}): {err.message}", file=sys.stderr)
+        return 1
+    except RequestTimeout as exc:
+        print(f"timeout: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        req.close()
+
+
+def _event_text(ev) -> str:
+    from .protocol import messages
+
+    if ev.kind == "statusUpdate" and ev.data["status"].get("message"):
+        return messages.text_of(ev.data["status"]["message"])
+    if ev.kind == "artifactUpdate":
+        return f"artifact {ev.data['artifact']['artifactId']}: {messages.text_of(ev.data['artifact'])[:60]}"
+    if ev.kind == "message":
+        return messages.text_of(ev.data)
+    return ""
+
+
+@command("story")
+def cmd_story(args: argparse.Namespace) -> int:
+    from .mqtt.broker import resolve
+    from .story.scenarios import SCENARIOS, run_scenario
+
+    names = list(SCENARIOS) if args.scenario == "full" else [args.scenario]
+    if any(n not in SCENARIOS for n in names):
+        print(f"error: unknown scenario {args.scenario!r}; choose from {', '.join(SCENARIOS)} or full", file=sys.stderr)
+        return 2
+    url = resolve(args.broker).url_with_secret
+    recorder = None
+    if args.record or args.charts:
+        from .traffic.recorder import Recorder
+
+        recorder = Recorder(broker=url, path=args.record).start()
+    results = []
+    try:
+        for seed, name in enumerate(names, start=4821):
+            print(f"\n=== {name} ===")
+            results.append(run_scenario(name, url, served=args.served, pace=args.pace, seed=seed))
+    finally:
+        if recorder is not None:
+            recorder.wait_idle(0.3)
+            recorder.stop()
+    if args.charts and recorder is not None:
+        _save_charts(recorder, args.charts)
+    print()
+    for r in results:
+        print(f"{'OK ' if r.ok else 'BAD'} {r.name}: expected {r.expected}, observed {r.observed}, "
+              f"final {r.final_state}")
+    if args.record:
+        print(f"recording: {args.record}")
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _save_charts(recorder, folder: str) -> None:
+    from pathlib import Path
+
+    from .traffic import charts
+    from .traffic.frame import load_traffic
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    df = load_traffic(recorder)
+    for name, fn in (("sequence", charts.sequence_chart), ("states", charts.state_timeline),
+                     ("reroutes", charts.reroute_chart), ("latency", charts.latency_chart)):
+        fig = fn(df)
+        fig.savefig(out / f"{name}.png", dpi=100, bbox_inches="tight")
+        print(f"chart: {out / f'{name}.png'}")
+
+
+@command("bench")
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    results = bench.run(args.broker, n=args.n, stream_n=args.stream_n,
+                        say=(lambda s: None) if args.json else print)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0

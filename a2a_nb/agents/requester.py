@@ -74,15 +74,27 @@ class _Call:
         self.correlations: list[bytes] = []
         self.attempts: list[Attempt] = []
         self.first_at: Optional[float] = None
+        self.refused = False  # the last attempt's publish was refused: stop waiting for its reply
 
     def push(self, msg: MqttMessage) -> None:
         with self.cond:
             self.items.append(msg)
             self.cond.notify_all()
 
+    def acked(self, attempt: Attempt, result) -> None:
+        """PUBACK of one attempt (network thread): 16 is noted, a failure code ends the wait."""
+        attempt.reason_code = result.reason_code
+        if not result.accepted:
+            attempt.outcome = f"refused by the broker ({result.reason})"
+            with self.cond:
+                self.refused = True
+                self.cond.notify_all()
+        elif result.no_subscribers:
+            attempt.outcome = "no matching subscribers (PUBACK 16)"
+
     def next(self, timeout: float) -> Optional[MqttMessage]:
         with self.cond:
-            if not self.cond.wait_for(lambda: bool(self.items), timeout):
+            if not self.cond.wait_for(lambda: bool(self.items) or self.refused, timeout) or not self.items:
                 return None
             return self.items.popleft()
 
@@ -230,19 +242,16 @@ class Requester:
         att = Attempt(len(call.attempts) + 1, target.topic, corr.hex(), time.time())
         call.attempts.append(att)
         msg = MqttMessage(target.topic, payload, qos=1, response_topic=self.reply_topic, correlation_data=corr,
-                          user_properties=props, content_type="application/json", payload_format=1,
+                          user_properties=props,
                           message_expiry=self.retry.message_expiry_s())
         self.stats.sent += 1
+        call.refused = False
         try:
-            res = self.session.publish(msg, timeout=self.retry.reply_first_timeout_s)
-            att.reason_code = res.reason_code
-            if not res.accepted:
-                att.outcome = f"refused by the broker ({res.reason})"
-            elif res.no_subscribers:
-                att.outcome = "no matching subscribers (PUBACK 16)"
+            self.session.publish_then(msg, lambda result: call.acked(att, result))
         except SessionError as exc:
             att.outcome = f"publish failed: {exc}"
             att.reason_code = -1
+            call.refused = True
         return att
 
     def _release(self, call: _Call) -> None:
@@ -277,10 +286,8 @@ class Requester:
             if n > 1:
                 self.stats.retries += 1
             att = self._publish_attempt(call, target, payload, props)
-            if att.reason_code is not None and (att.reason_code < 0 or att.reason_code >= 0x80):
-                first = call.next(0)  # publish not accepted: retry-eligible (rule 6)
-            else:
-                first = call.next(self.retry.reply_first_timeout_s)
+            # waits for the first correlated reply; a refused publish ends the wait early (rule 6)
+            first = call.next(self.retry.reply_first_timeout_s)
             if first is not None:
                 call.first_at = time.time()
                 att.outcome = "answered"
@@ -288,6 +295,7 @@ class Requester:
             if att.outcome == "sent":
                 att.outcome = f"no reply within {self.retry.reply_first_timeout_s:g} s"
             if n < self.retry.max_attempts:
+                call.refused = False
                 late = call.next(self.retry.backoff(n, self.rng))  # a late reply still counts
                 if late is not None:
                     call.first_at = time.time()

@@ -45,6 +45,8 @@ class Responder:
     ``card``: the Agent Card to publish retained (None for a spawned instance: no card of its own).
     ``runtime``: share one between a card agent and the instances it spawns.
     ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``.
+    ``inline``: run the handler on the network thread instead of a worker (one thread switch less
+    per request); only for handlers that answer at once and never block, such as echo.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Responder:
         binary_artifacts: bool = True,
         ids: Optional[IdSource] = None,
         keepalive: int = 30,
+        inline: bool = False,
         start: bool = True,
     ):
         self.org, self.unit, self.agent = org, unit, agent
@@ -76,6 +79,7 @@ class Responder:
         self.binary_artifacts = binary_artifacts
         self.ids = ids or IdSource()
         self.max_pending = max_pending
+        self.inline = inline
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
         self.discovery_topic = topics.discovery_topic(org, unit, agent)
@@ -185,6 +189,9 @@ class Responder:
 
     def _intake(self, msg: MqttMessage, pooled: bool) -> None:
         self.stats.requests += 1
+        if self.inline:
+            self._run_one(msg, pooled)
+            return
         if self._queue.qsize() >= self.max_pending and msg.response_topic and msg.correlation_data is not None:
             self.stats.overloaded += 1
             err = errors.responder_unavailable(f"{self.agent} has {self.max_pending} requests waiting; retry later")
@@ -197,11 +204,13 @@ class Responder:
             item = self._queue.get()
             if item is None:
                 return
-            msg, pooled = item
-            try:
-                self._process(msg, pooled)
-            except Exception:  # never let one request kill a worker
-                log.exception("%s: unexpected error while processing a request", self.agent)
+            self._run_one(*item)
+
+    def _run_one(self, msg: MqttMessage, pooled: bool) -> None:
+        try:
+            self._process(msg, pooled)
+        except Exception:  # never let one request kill a worker (or the network thread)
+            log.exception("%s: unexpected error while processing a request", self.agent)
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:

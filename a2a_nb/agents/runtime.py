@@ -57,6 +57,7 @@ class _TaskEntry:
     listeners: list[Listener] = field(default_factory=list)
     cancel: threading.Event = field(default_factory=threading.Event)
     chunk_seq: dict[str, int] = field(default_factory=dict)
+    artifacts: Optional[ArtifactSet] = None  # assembled in place, shared with the stored task
 
 
 class TaskRuntime:
@@ -138,9 +139,10 @@ class TaskRuntime:
                 task["history"] = list(task.get("history", [])) + [append_history]
             events: list[dict] = []
             if artifact_event is not None:
-                arts = ArtifactSet(task.get("artifacts"))
-                arts.apply(artifact_event)
-                task["artifacts"] = arts.as_list()
+                if entry.artifacts is None:
+                    entry.artifacts = ArtifactSet(task.get("artifacts"))
+                entry.artifacts.apply(artifact_event, copy_event=False)
+                task["artifacts"] = entry.artifacts.shared_list()
                 events.append(messages.stream_artifact(artifact_event))
             if state is not None:
                 old = rec.state
@@ -153,7 +155,7 @@ class TaskRuntime:
                 events.append(messages.stream_status(
                     messages.status_update(task_id, task["contextId"], status)))
             rec = rec.with_task(task, self.clock())
-            self.store.put(rec)
+            self.store.put(rec, durable=state is not None or append_history is not None)
             self._notify(rec, entry, events, skip)
             return rec
 
@@ -221,30 +223,39 @@ class TaskRuntime:
         self._publish(rec, listener, bytes(data), [(STREAM_SEQ, str(listener.seq)), *props],
                       payload_format=0, content_type=content_type)
 
-    def _publish(self, rec, listener: Listener, payload: bytes, extra: list, payload_format: int = 1,
-                 content_type: Optional[str] = "application/json") -> None:
+    def _publish(self, rec, listener: Listener, payload: bytes, extra: list, payload_format: Optional[int] = None,
+                 content_type: Optional[str] = None) -> None:
+        """JSON replies go out bare (JSON is the profile's baseline, and every extra MQTT property
+        costs paho real time per message); binary chunks carry PFI 0 and their Content Type."""
+        if listener.closed:
+            return
         publisher = self.publisher_for(rec, listener)
+        sent = False
         if publisher is None:
             self.dropped_publishes += 1
-            return
-        props = tuple(self.reply_properties(rec, listener, publisher) + list(extra))
-        msg = MqttMessage(listener.response_topic, payload, qos=1, correlation_data=listener.correlation,
-                          user_properties=props, content_type=content_type, payload_format=payload_format)
-        try:
-            publisher.session.publish_nowait(msg)
-        except Exception as exc:  # a dead instance: the requester's timeout and fallback take over
-            self.dropped_publishes += 1
-            log.warning("%s could not publish a reply for %s: %s", publisher.agent, rec.id if rec else "?", exc)
+        else:
+            props = tuple(self.reply_properties(rec, listener, publisher) + list(extra))
+            sent = self._emit(publisher, MqttMessage(listener.response_topic, payload, qos=1,
+                                                     correlation_data=listener.correlation, user_properties=props,
+                                                     content_type=content_type, payload_format=payload_format))
+        if not sent:
+            # An item this path will never see: a stream must not go on with a hole in it. Closing
+            # the path lets the requester's stall recovery (GetTask, SubscribeToTask) take over.
+            listener.closed = True
 
     def reply_once(self, responder: "Responder", response_topic: str, correlation: bytes, payload: dict,
                    extra: tuple = ()) -> None:
-        msg = MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
-                          user_properties=tuple(extra), content_type="application/json", payload_format=1)
+        self._emit(responder, MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
+                                          user_properties=tuple(extra)))
+
+    def _emit(self, publisher: "Responder", msg: MqttMessage) -> bool:
         try:
-            responder.session.publish_nowait(msg)
-        except Exception as exc:
+            publisher.session.publish_nowait(msg)
+            return True
+        except Exception as exc:  # a dead instance: the requester's timeout and fallback take over
             self.dropped_publishes += 1
-            log.warning("%s could not publish a reply: %s", responder.agent, exc)
+            log.warning("%s could not publish on %s: %s", publisher.agent, msg.topic, exc)
+            return False
 
 
 def trim_history(task: dict, history_length: Optional[int]) -> dict:

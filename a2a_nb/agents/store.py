@@ -38,7 +38,9 @@ class TaskRecord:
 class TaskStore(Protocol):
     def get(self, task_id: str) -> Optional[TaskRecord]: ...
 
-    def put(self, record: TaskRecord) -> None: ...
+    def put(self, record: TaskRecord, durable: bool = True) -> None:
+        """Store the record; ``durable=False`` (artifact chunks) may be written later, with the
+        next durable put: a restart loses at most the chunks of a task that was not finished."""
 
     def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]: ...
 
@@ -54,7 +56,7 @@ class MemoryTaskStore:
         with self._lock:
             return self._tasks.get(task_id)
 
-    def put(self, record: TaskRecord) -> None:
+    def put(self, record: TaskRecord, durable: bool = True) -> None:
         with self._lock:
             self._tasks[record.id] = record
 
@@ -76,6 +78,7 @@ class SqliteTaskStore:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._pending: dict[str, TaskRecord] = {}
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT, state TEXT, owner TEXT,"
             " updated_at REAL, task TEXT NOT NULL)"
@@ -83,28 +86,46 @@ class SqliteTaskStore:
 
     def get(self, task_id: str) -> Optional[TaskRecord]:
         with self._lock:
+            if task_id in self._pending:
+                return self._pending[task_id]
             row = self._db.execute("SELECT task, owner, updated_at FROM tasks WHERE id = ?", (task_id,)).fetchone()
         return TaskRecord(json.loads(row[0]), row[1], row[2]) if row else None
 
-    def put(self, record: TaskRecord) -> None:
-        t = record.task
+    def put(self, record: TaskRecord, durable: bool = True) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO tasks (id, context_id, state, owner, updated_at, task) VALUES (?, ?, ?, ?, ?, ?)",
-                (t["id"], t.get("contextId"), t["status"]["state"], record.owner, record.updated_at,
-                 json.dumps(t, separators=(",", ":"))),
-            )
+            if not durable:
+                self._pending[record.id] = record
+                return
+            self._pending.pop(record.id, None)
+            self._write(record)
+
+    def _write(self, record: TaskRecord) -> None:
+        t = record.task
+        self._db.execute(
+            "INSERT OR REPLACE INTO tasks (id, context_id, state, owner, updated_at, task) VALUES (?, ?, ?, ?, ?, ?)",
+            (t["id"], t.get("contextId"), t["status"]["state"], record.owner, record.updated_at,
+             json.dumps(t, separators=(",", ":"))),
+        )
+
+    def flush(self) -> None:
+        with self._lock:
+            for record in self._pending.values():
+                self._write(record)
+            self._pending.clear()
 
     def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]:
+        self.flush()
         with self._lock:
             rows = self._db.execute("SELECT task, owner, updated_at FROM tasks ORDER BY rowid").fetchall()
         return _filter([TaskRecord(json.loads(r[0]), r[1], r[2]) for r in rows], context_id, state)
 
     def __len__(self) -> int:
+        self.flush()
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             self._db.close()
 

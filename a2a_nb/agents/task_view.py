@@ -41,15 +41,19 @@ class TaskView:
         if "task" in result:
             t = result["task"]
             self.context_id = t.get("contextId", self.context_id)
+            # A Task snapshot (GetTask after a stalled stream, SubscribeToTask) is the responder's
+            # current state: it replaces what the view had, which may miss chunks sent while the
+            # requester was not listening. Unchanged artifacts are left alone (and stay sealed).
             for a in t.get("artifacts", []):
-                if a["artifactId"] not in self.artifacts:
+                current = self.artifacts.get(a["artifactId"])
+                if current is None or current.get("parts") != a.get("parts"):
                     self.artifacts.apply({"artifact": a})
             self.history = t.get("history", self.history)
             self._set_status(t["status"], responder)
         elif "statusUpdate" in result:
             self._set_status(result["statusUpdate"]["status"], responder)
         elif "artifactUpdate" in result:
-            self.artifacts.apply(result["artifactUpdate"])
+            self.artifacts.apply(result["artifactUpdate"], copy_event=False)  # freshly parsed JSON
         elif "message" in result:
             self.message = result["message"]
 

@@ -96,10 +96,21 @@ def live_sessions() -> list[str]:
 
 
 def topic_matches(filter_: str, topic: str) -> bool:
-    """MQTT filter matching, ``$share/{group}/`` prefix removed first."""
+    """MQTT filter matching (``+``, ``#``; wildcards never match a leading ``$`` level), with the
+    ``$share/{group}/`` prefix removed first."""
     if filter_.startswith("$share/"):
         filter_ = filter_.split("/", 2)[2]
-    return mqtt.topic_matches_sub(filter_, topic)
+    if filter_ == topic:
+        return True
+    f, t = filter_.split("/"), topic.split("/")
+    if t[0].startswith("$") and f[0] in ("+", "#"):
+        return False
+    for i, level in enumerate(f):
+        if level == "#":
+            return True
+        if i >= len(t) or (level != "+" and level != t[i]):
+            return False
+    return len(f) == len(t)
 
 
 class Session:
@@ -131,9 +142,11 @@ class Session:
         self.inbox: "queue.Queue[MqttMessage]" = queue.Queue()
         self._will = will
         self._subs: list[tuple[Subscription, Optional[Handler]]] = []
+        self._route_cache: dict[str, Optional[Handler]] = {}
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._pubacks: dict[int, tuple[int, str]] = {}
+        self._ack_callbacks: dict[int, Callable[["PublishResult"], None]] = {}
         self._subacks: dict[int, list[int]] = {}
         self._unsubacks: set[int] = set()
         self._connected = False
@@ -244,8 +257,12 @@ class Session:
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         with self._cond:
-            self._pubacks[mid] = (reason_code.value, str(reason_code))
-            self._cond.notify_all()
+            callback = self._ack_callbacks.pop(mid, None)
+            if callback is None:
+                self._pubacks[mid] = (reason_code.value, str(reason_code))
+                self._cond.notify_all()
+        if callback is not None:
+            callback(PublishResult(reason_code.value, str(reason_code)))
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
         with self._cond:
@@ -258,10 +275,17 @@ class Session:
             self._cond.notify_all()
 
     def _handler_for(self, topic: str) -> Optional[Handler]:
+        cache = self._route_cache
+        if topic in cache:
+            return cache[topic]
+        found = self.default_handler
         for sub, handler in self._subs:
             if handler is not None and topic_matches(sub.filter, topic):
-                return handler
-        return self.default_handler
+                found = handler
+                break
+        if len(cache) < 10000:
+            cache[topic] = found
+        return found
 
     # -- operations ------------------------------------------------------------------------------
     @property
@@ -286,6 +310,23 @@ class Session:
                                f"{mqtt.error_string(info.rc)}")
         return PendingPublish(self, info.mid, msg.qos)
 
+    def publish_then(self, msg: MqttMessage, on_ack: Callable[["PublishResult"], None]) -> None:
+        """Publish without waiting; ``on_ack`` gets the PUBACK result on the network thread (QoS 1/2)
+        or at once (QoS 0). The requester uses it to wait for a reply and the PUBACK at the same time."""
+        # Never hold our lock while paho publishes: paho calls _on_publish under its own mutex.
+        mid = self.publish_nowait(msg).mid
+        if msg.qos == 0:
+            on_ack(PublishResult(0, "Success"))
+            return
+        with self._cond:  # the PUBACK may already be in: then it waits in _pubacks
+            if mid in self._pubacks:
+                code, reason = self._pubacks.pop(mid)
+                result = PublishResult(code, reason)
+            else:
+                self._ack_callbacks[mid] = on_ack
+                return
+        on_ack(result)
+
     def _wait_puback(self, mid: int, timeout: float) -> PublishResult:
         with self._cond:
             if not self._cond.wait_for(lambda: mid in self._pubacks or self._closed, timeout):
@@ -309,6 +350,7 @@ class Session:
         self._ensure_open()
         with self._cond:
             self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter] + [(sub, handler)]
+            self._route_cache = {}
         rc, mid = self._client.subscribe(sub.filter, options=_options(sub))
         if rc != mqtt.MQTT_ERR_SUCCESS:
             raise SessionError(f"{self.client_id}: subscribe to {sub.filter} failed: {mqtt.error_string(rc)}")
@@ -319,6 +361,7 @@ class Session:
         if codes[0] >= 0x80:
             with self._cond:
                 self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter]
+                self._route_cache = {}
             raise SessionError(f"{self.client_id}: the broker refused the subscription to {sub.filter} "
                                f"(reason code {codes[0]})")
         return codes[0]
@@ -326,6 +369,7 @@ class Session:
     def unsubscribe(self, filter_: str, timeout: float = 5.0) -> None:
         with self._cond:
             self._subs = [(s, h) for s, h in self._subs if s.filter != filter_]
+            self._route_cache = {}
         if self._closed:
             return
         rc, mid = self._client.unsubscribe(filter_)
@@ -413,28 +457,37 @@ class Session:
 
 
 # -- conversions between MqttMessage and paho --------------------------------------------------------
+_TEMPLATES: dict[int, Properties] = {}
+
+
+def _blank(packet_type: int) -> Properties:
+    """A fresh ``Properties``: paho's constructor and setter rebuild and scan its name tables on
+    every call (tens of µs a message, the largest cost of a stream); we copy a template instead and
+    set the same attributes ``Properties.pack()`` reads. Round trips are covered by the tests."""
+    template = _TEMPLATES.get(packet_type)
+    if template is None:
+        template = _TEMPLATES[packet_type] = Properties(packet_type)
+    props = object.__new__(Properties)
+    props.__dict__.update(template.__dict__)
+    return props
+
+
 def _properties(msg: MqttMessage, packet_type: int) -> Optional[Properties]:
-    props = Properties(packet_type)
-    empty = True
-    if msg.response_topic is not None:
-        props.ResponseTopic = msg.response_topic
-        empty = False
-    if msg.correlation_data is not None:
-        props.CorrelationData = bytes(msg.correlation_data)
-        empty = False
-    if msg.user_properties:
-        props.UserProperty = [(str(k), str(v)) for k, v in msg.user_properties]
-        empty = False
-    if msg.content_type is not None:
-        props.ContentType = msg.content_type
-        empty = False
-    if msg.message_expiry is not None:
-        props.MessageExpiryInterval = int(msg.message_expiry)
-        empty = False
-    if msg.payload_format is not None:
-        props.PayloadFormatIndicator = int(msg.payload_format)
-        empty = False
-    return None if empty else props
+    values = (
+        ("ResponseTopic", msg.response_topic),
+        ("CorrelationData", bytes(msg.correlation_data) if msg.correlation_data is not None else None),
+        ("UserProperty", [(str(k), str(v)) for k, v in msg.user_properties] if msg.user_properties else None),
+        ("ContentType", msg.content_type),
+        ("MessageExpiryInterval", int(msg.message_expiry) if msg.message_expiry is not None else None),
+        ("PayloadFormatIndicator", int(msg.payload_format) if msg.payload_format is not None else None),
+    )
+    props = None
+    for name, value in values:
+        if value is not None:
+            if props is None:
+                props = _blank(packet_type)
+            object.__setattr__(props, name, value)
+    return props
 
 
 def _from_paho(m: mqtt.MQTTMessage) -> MqttMessage:

@@ -23,24 +23,29 @@ def _parts_text(parts: list[dict]) -> str:
 class ArtifactSet:
     """The artifacts of one task, in first-seen order, built from artifact update events."""
 
-    def __init__(self, artifacts: Optional[list[dict]] = None):
+    def __init__(self, artifacts: Optional[list[dict]] = None, copy_in: bool = True):
         self._by_id: dict[str, dict] = {}
         self._sealed: set[str] = set()
         for a in artifacts or []:
-            self._by_id[a["artifactId"]] = copy.deepcopy(a)
+            self._by_id[a["artifactId"]] = copy.deepcopy(a) if copy_in else a
 
-    def apply(self, event: dict) -> dict:
-        """Apply one ``TaskArtifactUpdateEvent`` and return the artifact as it is now."""
+    def apply(self, event: dict, copy_event: bool = True) -> dict:
+        """Apply one ``TaskArtifactUpdateEvent`` and return the artifact as it is now.
+
+        ``copy_event=False`` adopts the event's parts without copying them (the caller hands over
+        a freshly built or freshly parsed event it will not touch again)."""
         art = event["artifact"]
         aid = art["artifactId"]
         current = self._by_id.get(aid)
+        clone = copy.deepcopy if copy_event else (lambda x: x)
         if event.get("append") and current is not None:
-            current["parts"] = current.get("parts", []) + copy.deepcopy(art.get("parts", []))
+            current.setdefault("parts", []).extend(clone(art.get("parts", [])))
             for key in ("name", "description", "metadata"):
                 if key in art:
-                    current[key] = copy.deepcopy(art[key])
+                    current[key] = clone(art[key])
         else:
-            current = copy.deepcopy(art)
+            current = dict(art) if not copy_event else copy.deepcopy(art)
+            current["parts"] = list(current.get("parts", []))
             self._by_id[aid] = current
             self._sealed.discard(aid)
         if event.get("lastChunk"):
@@ -63,6 +68,10 @@ class ArtifactSet:
 
     def as_list(self) -> list[dict]:
         return [copy.deepcopy(a) for a in self._by_id.values()]
+
+    def shared_list(self) -> list[dict]:
+        """The artifacts themselves, not copies (the runtime's hot path: no O(parts) work per chunk)."""
+        return list(self._by_id.values())
 
     def __len__(self) -> int:
         return len(self._by_id)

@@ -11,7 +11,8 @@ use (``"MQTT5+JSONRPC"``, ``"MQTTv5+JSONRPCv2"``): see ``is_mqtt_binding``.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 from urllib.parse import unquote, urlsplit
 
 from . import topics

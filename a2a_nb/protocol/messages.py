@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 
 from . import states
 

@@ -1,0 +1,90 @@
+"""``python -m a2a_nb bench``: the kit measured against raw paho-mqtt on the same broker, same run.
+
+Ratios, not absolute times, are what the targets speak of: the kit's SendMessage round trip within
+1.5× the raw request/reply floor (and under 2 ms on loopback), stream events per second at least
+0.7× a raw publish/subscribe loop.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable, Optional
+
+from .agents.requester import Requester
+from .agents.responder import Responder
+from .mqtt import raw_floor
+from .mqtt.broker import BrokerEndpoint, resolve
+from .protocol.retry import RetryProfile
+
+BENCH_RETRY = RetryProfile(reply_first_timeout_s=5, stream_idle_timeout_s=10)
+
+
+def kit_round_trip(url: str, n: int = 1000, warmup: int = 50) -> dict:
+    echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit="kit", broker=url,
+                     inline=True)  # as `serve echo` runs it
+    req = Requester("bench-req", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
+    samples = []
+    try:
+        for i in range(n + warmup):
+            t = time.perf_counter()
+            req.send("bench-echo", "ping")
+            if i >= warmup:
+                samples.append(time.perf_counter() - t)
+    finally:
+        req.close()
+        echo.stop()
+    return raw_floor.percentiles(samples)
+
+
+def kit_stream_rate(url: str, n: int = 5000) -> dict:
+    chunk = "x" * 120
+
+    def firehose(ctx):
+        for i in range(n - 2):
+            ctx.artifact("bulk", chunk, append=i > 0)
+        ctx.complete("done")
+
+    src = Responder("bench-stream", firehose, org="bench", unit="kit", broker=url)
+    req = Requester("bench-sink", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
+    try:
+        t = time.perf_counter()
+        count = sum(1 for _ in req.stream("bench-stream", "go"))
+        elapsed = time.perf_counter() - t
+    finally:
+        req.close()
+        src.stop()
+    return {"n": count, "seconds": elapsed, "per_s": count / elapsed}
+
+
+def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000,
+        say: Callable[[str], None] = print) -> dict:
+    ep = resolve(url)
+    url = ep.url_with_secret
+    say(f"broker {ep.url}; {n} round trips, {stream_n} stream events")
+    results: dict = {"broker": ep.url}
+    results["raw_request_reply"] = raw_floor.request_reply(ep, n)
+    say(f"raw paho request/reply     median {results['raw_request_reply']['median_ms']:.3f} ms, "
+        f"p99 {results['raw_request_reply']['p99_ms']:.3f} ms")
+    results["kit_send"] = kit_round_trip(url, n)
+    ratio = results["kit_send"]["median_ms"] / results["raw_request_reply"]["median_ms"]
+    results["send_ratio"] = ratio
+    say(f"kit send → echo agent      median {results['kit_send']['median_ms']:.3f} ms, "
+        f"p99 {results['kit_send']['p99_ms']:.3f} ms  ({ratio:.2f}× raw; target ≤ 1.5× and < 2 ms)")
+    results["raw_stream"] = raw_floor.stream_rate(ep, stream_n)
+    results["kit_stream"] = kit_stream_rate(url, stream_n)
+    sratio = results["kit_stream"]["per_s"] / results["raw_stream"]["per_s"]
+    results["stream_ratio"] = sratio
+    say(f"raw paho publish loop      {results['raw_stream']['per_s']:,.0f} msg/s")
+    say(f"kit stream events          {results['kit_stream']['per_s']:,.0f} events/s  ({sratio:.2f}× raw; target ≥ 0.7×)")
+    try:
+        from .traffic import bench as traffic_bench
+    except ImportError:
+        traffic_bench = None
+    if traffic_bench is not None:
+        results["recorder"] = traffic_bench.bench_recorder(url)
+        say(f"recorder                   {json.dumps(results['recorder'])}")
+        results["load_traffic"] = traffic_bench.bench_load_traffic()
+        say(f"load_traffic               {json.dumps(results['load_traffic'])}")
+    results["targets_met"] = {"send_ratio": ratio <= 1.5, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
+                              "stream_ratio": sratio >= 0.7}
+    return results

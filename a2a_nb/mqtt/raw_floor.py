@@ -1,0 +1,110 @@
+"""The benchmark's floor: the same request/reply and stream done with bare paho-mqtt.
+
+This is the one place besides ``session.py`` that touches paho, on purpose: the kit is measured as a
+ratio against what raw paho does on the same broker in the same run (TCP_NODELAY set on both, as the
+kit does, so the comparison is about the kit's own overhead).
+"""
+from __future__ import annotations
+
+import socket
+import statistics
+import threading
+import time
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from .broker import BrokerEndpoint
+
+
+def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid, protocol=mqtt.MQTTv5)
+    c.max_inflight_messages_set(1000)
+    connected = threading.Event()
+    c.on_connect = lambda *a: connected.set()
+    c.connect(ep.host, ep.port, keepalive=30)
+    c.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.loop_start()
+    if not connected.wait(5):
+        raise RuntimeError("raw paho client could not connect")
+    return c
+
+
+def _subscribe(c: mqtt.Client, topic: str, qos: int = 1) -> None:
+    done = threading.Event()
+    c.on_subscribe = lambda *a: done.set()
+    c.subscribe(topic, qos)
+    if not done.wait(5):
+        raise RuntimeError("raw paho subscribe timed out")
+
+
+def percentiles(samples: list[float]) -> dict:
+    s = sorted(samples)
+    return {"n": len(s), "median_ms": statistics.median(s) * 1000, "p99_ms": s[int(0.99 * (len(s) - 1))] * 1000,
+            "mean_ms": statistics.fmean(s) * 1000}
+
+
+def request_reply(ep: BrokerEndpoint, n: int = 1000, warmup: int = 50) -> dict:
+    """Raw QoS 1 request with Response Topic + Correlation Data, echoed by a raw responder."""
+    req_topic, rep_topic = "$a2a/v1/request/bench/raw/echo", "$a2a/v1/reply/bench/raw/req/floor"
+    responder, requester = _client(ep, "bench/raw/echo"), _client(ep, "bench/raw/req")
+
+    def echo(client, userdata, m):
+        props = Properties(PacketTypes.PUBLISH)
+        props.CorrelationData = m.properties.CorrelationData
+        client.publish(m.properties.ResponseTopic, m.payload, qos=1, properties=props)
+
+    responder.on_message = echo
+    _subscribe(responder, req_topic)
+    got = threading.Event()
+    requester.on_message = lambda *a: got.set()
+    _subscribe(requester, rep_topic)
+    samples = []
+    try:
+        for i in range(n + warmup):
+            props = Properties(PacketTypes.PUBLISH)
+            props.ResponseTopic = rep_topic
+            props.CorrelationData = i.to_bytes(8, "big")
+            got.clear()
+            t = time.perf_counter()
+            requester.publish(req_topic, b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', qos=1,
+                              properties=props)
+            if not got.wait(5):
+                raise RuntimeError("raw echo did not answer")
+            if i >= warmup:
+                samples.append(time.perf_counter() - t)
+    finally:
+        for c in (responder, requester):
+            c.disconnect()
+            c.loop_stop()
+    return percentiles(samples)
+
+
+def stream_rate(ep: BrokerEndpoint, n: int = 5000, payload: bytes = b"x" * 200) -> dict:
+    """Raw QoS 1 publish loop from one client to a subscriber: messages per second end to end."""
+    topic = "$a2a/v1/reply/bench/raw/sub/stream"
+    pub, sub = _client(ep, "bench/raw/pub"), _client(ep, "bench/raw/sub")
+    count = [0]
+    done = threading.Event()
+
+    def on_message(*a):
+        count[0] += 1
+        if count[0] >= n:
+            done.set()
+
+    sub.on_message = on_message
+    _subscribe(sub, topic)
+    props = Properties(PacketTypes.PUBLISH)
+    props.CorrelationData = b"stream"
+    try:
+        t = time.perf_counter()
+        for _ in range(n):
+            pub.publish(topic, payload, qos=1, properties=props)
+        done.wait(60)
+        elapsed = time.perf_counter() - t
+    finally:
+        for c in (pub, sub):
+            c.disconnect()
+            c.loop_stop()
+    return {"n": count[0], "seconds": elapsed, "per_s": count[0] / elapsed}
+

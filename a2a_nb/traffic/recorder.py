@@ -1,0 +1,376 @@
+"""Record every A2A message that crosses the broker, one JSON line per MQTT PUBLISH.
+
+The recorder is an ordinary MQTT v5 client (Client ID ``{org}/{unit}/recorder-<random>``,
+Profile: Client Session Requirements 3) that subscribes to ``$a2a/#`` (a plain ``#`` does not
+match topics that start with ``$``) with QoS 2, so each message is kept at the QoS it was
+published with, and with *Retain As Published*, so the retain flag of live publications survives
+(retained Agent Cards, Profile: Discovery Topic). pandas, the charts and the conformance checks
+all read what it writes: what a learner sees is exactly what crossed the broker.
+
+Recording format (v1), one JSON object per line (see ``FORMAT.md`` beside this file)::
+
+    {"v": 1,                      # format version
+     "t": 1733150371.142,         # receive time, unix seconds (float)
+     "topic": "$a2a/v1/request/acme/support/echo",
+     "qos": 1, "retain": false,
+     "response_topic": "$a2a/v1/reply/acme/support/coordinator/92026e5b7655cb6f",  # or null
+     "correlation": "e2364a5e...",  # Correlation Data as lowercase hex, or null
+     "user_properties": [["a2a-status", "online"], ...],  # in order, repeats kept;
+                                  # a2a-authorization values are "[redacted]"
+     "content_type": "application/json",  # or null
+     "message_expiry": 30,        # Message Expiry Interval in seconds, or null
+     "payload_format": 1,         # Payload Format Indicator (1 UTF-8, 0 bytes) or null
+     "payload_json": {...},       # the payload parsed as JSON, or null
+     "payload_b64": null,         # base64 of the payload when it is not JSON, else null
+     "size": 231}                 # payload length in bytes
+
+A payload is JSON when it decodes as UTF-8 JSON and its Payload Format Indicator is not 0 (native
+binary artifact chunks stay bytes even when they happen to look like JSON). An empty payload (a
+retained-card delete) has ``payload_b64 == ""``. ``payload_json`` is the parsed value, so
+re-serialising it may differ from the original bytes in whitespace; ``size`` is the original.
+
+Threading: paho's network thread only appends the received message to a deque (no parsing, no
+I/O), so a burst never makes the broker queue overflow; a writer thread turns messages into
+records and writes them through a buffered file, flushed by ``flush()``, ``wait_idle()`` and
+``stop()``.
+"""
+from __future__ import annotations
+
+import base64
+import collections
+import json
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Union
+
+from ..mqtt.broker import BrokerEndpoint
+from ..mqtt.session import Session, Subscription
+from ..protocol.packet import MqttMessage
+from ..protocol.properties import redact
+from ..protocol.topics import ALL_A2A
+
+FORMAT_VERSION = 1
+FIELDS = ("v", "t", "topic", "qos", "retain", "response_topic", "correlation", "user_properties",
+          "content_type", "message_expiry", "payload_format", "payload_json", "payload_b64", "size")
+"""Keys of every record, in the order they are written."""
+
+PathLike = Union[str, os.PathLike]
+
+
+def to_record(msg: MqttMessage, t: Optional[float] = None) -> dict[str, Any]:
+    """One ``MqttMessage`` as a v1 record dict (``a2a-authorization`` values redacted).
+
+    ``t`` defaults to ``msg.received_at`` (else now).
+    """
+    payload = msg.payload
+    data: Any = None
+    b64: Optional[str] = None
+    is_json = False
+    if payload and msg.payload_format != 0:
+        try:
+            data = json.loads(payload)
+            is_json = True
+        except (ValueError, UnicodeDecodeError):
+            is_json = False
+    if not is_json:
+        b64 = base64.b64encode(payload).decode("ascii")
+    corr = msg.correlation_data
+    return {
+        "v": FORMAT_VERSION,
+        "t": t if t is not None else (msg.received_at if msg.received_at is not None else time.time()),
+        "topic": msg.topic,
+        "qos": msg.qos,
+        "retain": bool(msg.retain),
+        "response_topic": msg.response_topic,
+        "correlation": corr.hex() if corr is not None else None,
+        "user_properties": [[k, v] for k, v in redact(msg.user_properties)],
+        "content_type": msg.content_type,
+        "message_expiry": msg.message_expiry,
+        "payload_format": msg.payload_format,
+        "payload_json": data,
+        "payload_b64": b64,
+        "size": len(payload),
+    }
+
+
+def from_record(rec: dict[str, Any]) -> MqttMessage:
+    """Rebuild the ``MqttMessage`` of a record (for replaying or showing it).
+
+    The payload is the base64 bytes when present, else compact JSON of ``payload_json``; a
+    redacted token stays redacted.
+    """
+    if rec.get("payload_b64") is not None:
+        payload = base64.b64decode(rec["payload_b64"])
+    elif rec.get("payload_json") is not None or rec.get("size"):
+        payload = json.dumps(rec.get("payload_json"), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    else:
+        payload = b""
+    corr = rec.get("correlation")
+    return MqttMessage(
+        topic=rec["topic"],
+        payload=payload,
+        qos=int(rec.get("qos", 1)),
+        retain=bool(rec.get("retain", False)),
+        response_topic=rec.get("response_topic"),
+        correlation_data=bytes.fromhex(corr) if corr is not None else None,
+        user_properties=tuple((str(k), str(v)) for k, v in rec.get("user_properties") or ()),
+        content_type=rec.get("content_type"),
+        message_expiry=rec.get("message_expiry"),
+        payload_format=rec.get("payload_format"),
+        received_at=rec.get("t"),
+    )
+
+
+def _dumps(rec: dict[str, Any]) -> str:
+    return json.dumps(rec, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_records(path: PathLike) -> list[dict[str, Any]]:
+    """Read a recording (JSON lines, format v1) into a list of record dicts.
+
+    Blank lines are skipped. A line that is not JSON, or a record of another format version,
+    raises ``ValueError`` naming the line, so a truncated or foreign file is never half-read.
+    A missing last newline (a recording cut short) is fine.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no recording at {p}: record one with `python -m a2a_nb record --out {p}` "
+                                "or `with Recorder(path=...)`")
+    out: list[dict[str, Any]] = []
+    loads = json.loads
+    with p.open("r", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{p}:{n}: not a JSON line ({exc}); is this a recording made by "
+                                 "a2a_nb.traffic.Recorder?") from None
+            if not isinstance(rec, dict) or rec.get("v") != FORMAT_VERSION:
+                got = rec.get("v") if isinstance(rec, dict) else type(rec).__name__
+                raise ValueError(f"{p}:{n}: expected a recording record with \"v\": {FORMAT_VERSION}, got {got!r}")
+            out.append(rec)
+    return out
+
+
+def write_records(records: Iterable[dict[str, Any]], path: PathLike) -> int:
+    """Write record dicts as a v1 recording (one JSON line each); returns how many."""
+    n = 0
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(_dumps(rec))
+            fh.write("\n")
+            n += 1
+    return n
+
+
+class Recorder:
+    """Record all ``$a2a/...`` traffic of a broker, in memory and (with ``path``) to a JSONL file.
+
+    ``with Recorder(path="run.jsonl") as rec: ...`` records while the block runs; outside a
+    ``with`` call ``start()`` and ``stop()``. ``rec.records`` is the list of record dicts so far
+    (see the module docstring for the format); ``rec.wait_idle(0.3)`` waits until the traffic has
+    been quiet for 0.3 s, the simple way to know a conversation is over.
+
+    ``org_filter`` narrows what is recorded (for example ``"$a2a/v1/+/acme/#"``); it must start
+    with ``$a2a/`` because a filter starting with a wildcard does not match ``$`` topics.
+    """
+
+    def __init__(
+        self,
+        broker: Union[str, BrokerEndpoint, None] = None,
+        path: Optional[PathLike] = None,
+        org_filter: str = ALL_A2A,
+        *,
+        org: str = "acme",
+        unit: str = "support",
+        agent: Optional[str] = None,
+        keep: bool = True,
+    ):
+        if not isinstance(org_filter, str) or not org_filter.startswith("$a2a/"):
+            raise ValueError(
+                f"org_filter {org_filter!r} must start with '$a2a/' (for example '$a2a/#'): MQTT "
+                "wildcards at the first level never match topics that start with '$'")
+        self.broker = broker
+        self.path = Path(path) if path is not None else None
+        self.filter = org_filter
+        self.org, self.unit = org, unit
+        self.agent = agent or f"recorder-{secrets.token_hex(3)}"
+        self.keep = keep
+        self.session: Optional[Session] = None
+        self.count = 0
+        self.started_at: Optional[float] = None
+        self.stopped_at: Optional[float] = None
+        self.last_at: Optional[float] = None
+        self._records: list[dict[str, Any]] = []
+        self._pending: "collections.deque[MqttMessage]" = collections.deque()
+        self._lock = threading.RLock()  # converts pending messages; guards records and file
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._writer: Optional[threading.Thread] = None
+        self._fh = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> "Recorder":
+        """Connect, subscribe to the filter (SUBACK awaited) and start recording; idempotent."""
+        if self.session is not None and not self.session.closed:
+            return self
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("a" if self.count else "w", encoding="utf-8", buffering=1 << 20)
+        self._stop.clear()
+        self._writer = threading.Thread(target=self._write_loop, name=f"{self.agent}-writer", daemon=True)
+        self._writer.start()
+        try:
+            self.session = Session(self.org, self.unit, self.agent, broker=self.broker)
+            self.session.subscribe(Subscription(self.filter, qos=2, retain_as_published=True),
+                                   handler=self._on_message)
+        except Exception:
+            self._shutdown_writer()
+            raise
+        self.started_at = time.time()
+        self.stopped_at = None
+        return self
+
+    def stop(self) -> "Recorder":
+        """Disconnect, convert what is still pending and flush the file; idempotent."""
+        if self.session is not None and not self.session.closed:
+            self.session.close()
+        self._shutdown_writer()
+        if self.started_at is not None and self.stopped_at is None:
+            self.stopped_at = time.time()
+        return self
+
+    def _shutdown_writer(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._writer is not None:
+            self._writer.join(timeout=30)
+            self._writer = None
+        self._drain()
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                self._fh.close()
+                self._fh = None
+
+    @property
+    def running(self) -> bool:
+        return self.session is not None and not self.session.closed
+
+    def __enter__(self) -> "Recorder":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- intake (paho's network thread: append only) ---------------------------------------------------
+    def _on_message(self, msg: MqttMessage) -> None:
+        self._pending.append(msg)  # deque.append is atomic
+        self.last_at = msg.received_at
+        if len(self._pending) == 1:
+            self._wake.set()
+
+    # -- writer thread -----------------------------------------------------------------------------------
+    def _write_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(0.2)
+            self._wake.clear()
+            self._drain()
+
+    def _drain(self) -> int:
+        """Turn pending messages into records (and file lines); returns how many."""
+        n = 0
+        with self._lock:
+            pending = self._pending
+            fh = self._fh
+            while pending:
+                try:
+                    msg = pending.popleft()
+                except IndexError:
+                    break
+                rec = to_record(msg)
+                if self.keep:
+                    self._records.append(rec)
+                if fh is not None:
+                    fh.write(_dumps(rec))
+                    fh.write("\n")
+                n += 1
+            self.count += n
+        return n
+
+    def flush(self) -> int:
+        """Convert everything received so far and flush the file; returns the record count."""
+        self._drain()
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+            return self.count
+
+    # -- reading -----------------------------------------------------------------------------------------
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The records so far (a copy; everything received up to now is included)."""
+        self._drain()
+        with self._lock:
+            return list(self._records)
+
+    def __len__(self) -> int:
+        self._drain()
+        return self.count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.records)
+
+    def clear(self) -> None:
+        """Forget the in-memory records (the file keeps them)."""
+        self._drain()
+        with self._lock:
+            self._records.clear()
+
+    def wait_idle(self, seconds: float = 0.3, timeout: float = 30.0) -> int:
+        """Return once no message has arrived for ``seconds`` (or after ``timeout``); flushes.
+
+        Returns the number of records. Use it after a conversation instead of a fixed sleep.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self._seen()
+            quiet_until = time.monotonic() + seconds
+            while time.monotonic() < quiet_until:
+                time.sleep(min(0.02, seconds))
+                if self._seen() != seen:
+                    break
+            else:
+                return self.flush()
+            if time.monotonic() >= deadline:
+                return self.flush()
+
+    def _seen(self) -> int:
+        s = self.session
+        return s.received if s is not None else self.count
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> bool:
+        """Wait until at least ``n`` messages were received; True if they were."""
+        deadline = time.monotonic() + timeout
+        while self._seen() < n:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        self.flush()
+        return True
+
+    def frame(self):
+        """The records as a pandas DataFrame (``load_traffic(self)``)."""
+        from .frame import load_traffic
+
+        return load_traffic(self)
+
+    def __repr__(self) -> str:
+        state = "recording" if self.running else "stopped"
+        where = f" -> {self.path}" if self.path else ""
+        return f"<Recorder {self.org}/{self.unit}/{self.agent} {self.filter} {state}, {len(self)} messages{where}>"
