@@ -537,6 +537,7 @@ class Stream:
         response = jsonrpc.parse_response(msg.payload)
         if response.error is not None:
             self.done = True
+            req._release(self._call)  # an error ends the stream: its correlations leave the in-flight map
             err = A2AError.from_dict(response.error)
             raise err
         result = response.result

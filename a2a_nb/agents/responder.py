@@ -274,7 +274,7 @@ class Responder:
                 ctx_id = message.get("contextId") or self.ids.context_id()
                 rec = self.runtime.create(message, self.agent, ctx_id)
             elif what == inbound.SEND_CONTINUE:
-                self.runtime.update(task_id, state=states.WORKING, append_history=message)
+                rec = self.runtime.update(task_id, state=states.WORKING, append_history=message)
         if what == inbound.SEND_DUPLICATE:
             self.runtime.add_listener(task_id, listener, snapshot=stream)
             return

@@ -1,1 +1,17 @@
-"""The notebook face: rich displays and widgets. They only present; the rules live in protocol/."""
+"""The notebook face: rich displays and widgets. They only present; the rules live in protocol/.
+
+``display`` holds the HTML helpers (imported by the agents' ``_repr_html_``); ``widgets`` holds the
+discovery browser and the send form. The widgets are imported on first use, so showing a reply
+never pulls in ipywidgets.
+"""
+from __future__ import annotations
+
+__all__ = ["DiscoveryBrowser", "SendForm", "discovery_browser", "send_form"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from . import widgets
+
+        return getattr(widgets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
