@@ -68,6 +68,7 @@ class TaskRuntime:
         self._entries: dict[str, _TaskEntry] = {}
         self.agents: dict[str, "Responder"] = {}
         self.dropped_publishes = 0
+        self.unheard_replies = 0
 
     # -- agents ----------------------------------------------------------------------------------------
     def register(self, responder: "Responder") -> None:
@@ -248,9 +249,14 @@ class TaskRuntime:
         self._emit(responder, MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
                                           user_properties=tuple(extra)))
 
+    def _acked(self, result) -> None:
+        """PUBACK of a reply: 16 means the requester no longer listens on that reply topic."""
+        if result.no_subscribers:
+            self.unheard_replies += 1
+
     def _emit(self, publisher: "Responder", msg: MqttMessage) -> bool:
         try:
-            publisher.session.publish_nowait(msg)
+            publisher.session.publish_then(msg, self._acked)
             return True
         except Exception as exc:  # a dead instance: the requester's timeout and fallback take over
             self.dropped_publishes += 1

@@ -301,7 +301,8 @@ class Session:
         return self.publish_nowait(msg).result(timeout)
 
     def publish_nowait(self, msg: MqttMessage) -> PendingPublish:
-        """Publish without waiting; streams use this and check the PUBACKs later."""
+        """Publish without waiting; call ``result()`` on what it returns to read the PUBACK (a PUBACK
+        nobody reads stays in memory: fire-and-forget publishes use ``publish_then``)."""
         self._ensure_open()
         info = self._client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain,
                                     properties=_properties(msg, PacketTypes.PUBLISH))
