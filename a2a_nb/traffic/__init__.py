@@ -11,6 +11,7 @@ _EXPORTS = {
     "Recorder": "recorder", "read_records": "recorder", "write_records": "recorder",
     "to_record": "recorder", "from_record": "recorder",
     "load_traffic": "frame", "state_transitions": "frame", "routing_view": "frame", "latency_view": "frame",
+    "handovers": "frame",
     "sequence_chart": "charts", "state_timeline": "charts", "reroute_chart": "charts", "latency_chart": "charts",
     "mermaid_sequence": "charts", "show_mermaid": "charts",
     "check_traffic": "lint", "lint_file": "lint", "main_lint": "lint",

@@ -280,8 +280,10 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10) 
             ax.plot([x], [y], "o", ms=7, color=color, mfc=color if ans else "white", mew=1.5)
         for x, y, cause, method in zip(xs, ys, sub["cause"], sub["method"]):
             if cause:  # staggered per task so two reroutes at the same moment stay readable
-                ax.annotate(f"{cause} ({method})", xy=(x, y), xytext=(6, -14 - 10 * (k % 3)),
-                            textcoords="offset points", fontsize=7, color=color, fontweight="bold")
+                right = x > span * 0.7  # near the right edge: write to the left of the point
+                ax.annotate(f"{cause} ({method})", xy=(x, y), xytext=(-6 if right else 6, -14 - 10 * (k % 3)),
+                            textcoords="offset points", fontsize=7, color=color, fontweight="bold",
+                            ha="right" if right else "left")
         hsub = hv[hv["task_id"] == task]
         for x, resp in zip(hsub["dt"], hsub["responder"]):
             ax.plot([x], [y_of[resp]], marker="*", ms=12, color="#ff7f0e", mec="black", mew=0.6, zorder=5)

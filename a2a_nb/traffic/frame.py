@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import gc
 import os
-from pathlib import Path
 from operator import itemgetter
 from typing import Any, Iterable, Optional, Union
 
+import numpy as np
 import pandas as pd
 
 from ..protocol import properties as P
@@ -35,9 +35,13 @@ COLUMNS = (
     "state", "event", "artifact_id", "append", "last_chunk", "error_code", "a2a_error",
     "responder_agent_id", "status", "status_source", "from_agent", "to_agent", "latency_s",
     "request_i", "size", "content_type", "payload_format", "message_expiry", "payload_json",
-    "user_properties",
+    "payload_b64", "user_properties",
 )
 """Every column of ``load_traffic``, in order."""
+
+SUMMARY_COLUMNS = ("i", "dt", "kind", "from_agent", "to_agent", "method", "event", "state", "task_id",
+                   "responder_agent_id", "error_code", "latency_s")
+"""A narrow selection that fits a notebook: ``df[list(SUMMARY_COLUMNS)]``."""
 
 KINDS = ("discovery", "request", "pool", "reply", "event", "other", "invalid")
 """``kind`` values: the five of ``parse_topic``, ``other`` (not ``$a2a/v1/``) and ``invalid``
@@ -50,7 +54,6 @@ DISCOVERY = "discovery"
 EVENTS_LANE = "events"
 
 Source = Union[str, os.PathLike, "pd.DataFrame", Iterable[dict]]
-
 
 
 def _topic_info(topic: str) -> tuple:
@@ -115,7 +118,14 @@ _DEFAULTS: dict[str, Any] = {"t": 0.0, "qos": 0, "retain": False, "correlation":
                               "size": 0, "content_type": None, "payload_format": None, "message_expiry": None,
                               "user_properties": None, "payload_json": None, "payload_b64": None}
 _RECORD_FIELDS = itemgetter("t", "topic", "qos", "retain", "correlation", "response_topic", "size", "content_type",
-                            "payload_format", "message_expiry", "user_properties", "payload_json")
+                            "payload_format", "message_expiry", "user_properties", "payload_json", "payload_b64")
+
+
+def _normalized(k: int, rec: Any) -> dict:
+    if not isinstance(rec, dict) or "topic" not in rec:
+        raise ValueError(f"record {k} is not a recording record (a dict with at least 'topic'; see "
+                         f"a2a_nb/traffic/FORMAT.md): {str(rec)[:120]}")
+    return {**_DEFAULTS, **rec}
 
 
 _WANTED_PROPS = frozenset({P.RESPONDER_AGENT_ID, P.STATUS, P.STATUS_SOURCE, P.TASK_ID, P.CONTEXT_ID,
@@ -153,12 +163,12 @@ def _build(records: list) -> pd.DataFrame:
     # one pass over the records (each dict is touched once, while it is in the CPU cache)
     try:
         rows = list(map(_RECORD_FIELDS, records))
-    except KeyError:
-        rows = list(map(_RECORD_FIELDS, [{**_DEFAULTS, **r} for r in records]))
+    except (KeyError, TypeError):
+        rows = list(map(_RECORD_FIELDS, [_normalized(k, r) for k, r in enumerate(records)]))
     tcache: dict[str, tuple] = {}
     infos: list = [None] * n
-    c_t, c_topic, c_qos, c_retain, c_corr, c_rtopic, c_size, c_ctype, c_pfi, c_exp, c_props, c_payload = (
-        list(map(itemgetter(k), rows)) for k in range(12))
+    (c_t, c_topic, c_qos, c_retain, c_corr, c_rtopic, c_size, c_ctype, c_pfi, c_exp, c_props, c_payload,
+     c_b64) = (list(map(itemgetter(k), rows)) for k in range(13))
     del rows
 
     none = [None] * n
@@ -194,6 +204,9 @@ def _build(records: list) -> pd.DataFrame:
         tid = cid = mid = None
         if kind == "reply":
             replies.append(i)
+            corr = c_corr[i]
+            if corr is not None:
+                c_req[i] = requests.get(corr)  # the latest request with this correlation so far
             c_to[i] = ti[3]
             ev = None
             if type(p) is dict:
@@ -252,13 +265,13 @@ def _build(records: list) -> pd.DataFrame:
                             c_aerr[i] = data.get("a2a_error")
                 elif "result" in p:
                     ev = "result"
-            elif p is None and props is not None and (c_pfi[i] == 0 or P.EVENT_TYPE in props):
+            elif p is None and c_b64[i] and props is not None and (c_pfi[i] == 0 or P.EVENT_TYPE in props):
                 ev = "binary"
                 c_aid[i] = props.get(P.ARTIFACT_ID)
                 last = props.get(P.LAST_CHUNK)
                 if last is not None:
                     c_last[i] = last == "true"
-            elif p is None and c_pfi[i] == 0:
+            elif p is None and c_b64[i]:
                 ev = "binary"
             c_event[i] = ev
         elif kind == "request" or kind == "pool":
@@ -303,14 +316,17 @@ def _build(records: list) -> pd.DataFrame:
         c_cid[i] = cid
         c_mid[i] = mid
 
-    # replies: join to their request by Correlation Data (the latest request that used it, even
-    # when the reply was recorded first), inherit method and Task.id/contextId, measure latency
+    # replies: join to their request by Correlation Data (the latest earlier request that used it;
+    # else a later one: a reply recorded before its request), inherit method, Task.id/contextId,
+    # measure latency
     for i in replies:
-        corr = c_corr[i]
-        q = requests.get(corr) if corr is not None else None
+        q = c_req[i]
         if q is None:
-            continue
-        c_req[i] = q
+            corr = c_corr[i]
+            q = requests.get(corr) if corr is not None else None
+            if q is None:
+                continue
+            c_req[i] = q
         c_method[i] = c_method[q]
         c_lat[i] = c_t[i] - c_t[q]
         if c_from[i] is None:
@@ -342,11 +358,11 @@ def _build(records: list) -> pd.DataFrame:
         "request_i": c_req,
         "size": pd.Series(c_size, dtype="int64"),
         "content_type": c_ctype, "payload_format": c_pfi, "message_expiry": c_exp,
-        "payload_json": c_payload, "user_properties": c_props,
+        "payload_json": c_payload, "payload_b64": c_b64, "user_properties": c_props,
     }
     for k, v in cols.items():
-        if isinstance(v, list):
-            cols[k] = pd.Series(v, dtype=object)  # object columns: 3-4x faster than str inference
+        if isinstance(v, list):  # object columns: much faster than str inference or Series(list)
+            cols[k] = pd.Series(np.fromiter(v, dtype=object, count=n), dtype=object, copy=False)
     return pd.DataFrame(cols, copy=False)
 
 

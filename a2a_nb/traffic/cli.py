@@ -1,0 +1,77 @@
+"""``python -m a2a_nb record`` and ``python -m a2a_nb lint``: the traffic sub-commands.
+
+``add_parsers(sub)`` adds both to the main parser; the commands register themselves in
+``a2a_nb.cli.COMMANDS`` through its ``command`` decorator.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from ..cli import command
+
+
+def add_parsers(sub) -> None:
+    """Add ``record`` and ``lint`` to the sub-parsers of ``python -m a2a_nb``."""
+    r = sub.add_parser("record", help="record all $a2a/# traffic of a broker to a JSON-lines file",
+                       description="Subscribe to $a2a/# (QoS 2, Retain As Published) and write one JSON line "
+                                   "per message (format: a2a_nb/traffic/FORMAT.md). Ctrl-C stops.")
+    r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines)")
+    r.add_argument("--seconds", type=float, default=None, metavar="N",
+                   help="stop after N seconds (default: until Ctrl-C)")
+    r.add_argument("--broker", default=None, metavar="URL",
+                   help="mqtt://host:port (default: A2A_BROKER_URL, else an embedded Mosquitto)")
+    r.add_argument("--filter", default="$a2a/#", metavar="FILTER",
+                   help="topic filter to record (default $a2a/#; must start with $a2a/)")
+
+    lt = sub.add_parser("lint", help="check a recording against the A2A over MQTT profile; exit 1 on MUST violations",
+                        description="Print every MUST/SHOULD finding of a recording and a one-line summary. "
+                                    "Exit status: 0 clean (or SHOULD only), 1 MUST violations, 2 unreadable file.")
+    lt.add_argument("file", metavar="FILE", help="a recording made by `record` or Recorder(path=...)")
+    lt.add_argument("--no-schema", action="store_true", help="skip the a2a-sdk payload checks (faster)")
+
+
+@command("record")
+def cmd_record(args: argparse.Namespace) -> int:
+    from ..mqtt.broker import BrokerError
+    from ..mqtt.session import SessionError
+    from .recorder import Recorder
+
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        try:
+            rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False).start()
+        except (BrokerError, SessionError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        url = rec.session.endpoint.url if rec.session else "?"
+        until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
+        print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
+        deadline = None if args.seconds is None else time.monotonic() + args.seconds
+        try:
+            while not stop.is_set():
+                left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                stop.wait(left)
+        finally:
+            rec.stop()
+        print(f"recorded {rec.count} messages to {args.out}", flush=True)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@command("lint")
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .lint import main_lint
+
+    return main_lint(args.file, schema=not getattr(args, "no_schema", False))
