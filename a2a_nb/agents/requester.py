@@ -574,6 +574,11 @@ class Stream:
             self._dedup = StreamDeduper()
         return self._emit(StreamEvent("recovered", task))
 
+    @property
+    def attempts(self) -> list[Attempt]:
+        """The publishes it took to get the first item (retries and fallback included)."""
+        return self._call.attempts
+
     def wait(self) -> TaskView:
         """Consume the stream to its end and return the task view."""
         for _ in self:

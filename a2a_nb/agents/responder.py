@@ -80,6 +80,7 @@ class Responder:
         self.ids = ids or IdSource()
         self.max_pending = max_pending
         self.inline = inline
+        self.frozen = False
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
         self.discovery_topic = topics.discovery_topic(org, unit, agent)
@@ -162,6 +163,18 @@ class Responder:
         self.session.close(send_will=True)
         self.runtime.unregister(self)
 
+    def die_after_replies(self) -> None:
+        """Simulate a process that dies right after its last reply: from now on nothing is taken
+        in, and once the broker acknowledged what was sent, the connection drops (last will)."""
+        self.frozen = True
+
+        def die() -> None:
+            with self.runtime._ack_cond:
+                self.runtime._ack_cond.wait_for(lambda: self.runtime._unacked.get(self.agent, 0) == 0, 2.0)
+            self.crash()
+
+        threading.Thread(target=die, name=f"{self.agent}-dying", daemon=True).start()
+
     def _shutdown_workers(self) -> None:
         for _ in self._threads:
             self._queue.put(None)
@@ -188,6 +201,8 @@ class Responder:
         self._intake(msg, pooled=False)
 
     def _intake(self, msg: MqttMessage, pooled: bool) -> None:
+        if self.frozen:
+            return
         self.stats.requests += 1
         if self.inline:
             self._run_one(msg, pooled)

@@ -68,6 +68,8 @@ class TaskRuntime:
         self._entries: dict[str, _TaskEntry] = {}
         self.agents: dict[str, "Responder"] = {}
         self.dropped_publishes = 0
+        self._unacked: dict[str, int] = {}  # reply publishes per agent still waiting for their PUBACK
+        self._ack_cond = threading.Condition()
         self.unheard_replies = 0
 
     # -- agents ----------------------------------------------------------------------------------------
@@ -85,7 +87,15 @@ class TaskRuntime:
         return rec.owner if rec else None
 
     def hand_over(self, task_id: str, agent: str) -> None:
-        """From now on ``agent`` executes and answers for the task (Profile: Optional Task Handover)."""
+        """From now on ``agent`` executes and answers for the task (Profile: Optional Task Handover).
+
+        What the old owner already published must reach the broker first: two client connections
+        have no common order, so without this the new owner's first items could overtake the old
+        owner's last ones on the requester's reply topic."""
+        old = self.owner_of(task_id)
+        if old is not None and old != agent:
+            with self._ack_cond:
+                self._ack_cond.wait_for(lambda: self._unacked.get(old, 0) == 0, 2.0)
         with self.lock:
             rec = self.store.get(task_id)
             if rec is not None and rec.owner != agent:
@@ -249,16 +259,22 @@ class TaskRuntime:
         self._emit(responder, MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
                                           user_properties=tuple(extra)))
 
-    def _acked(self, result) -> None:
+    def _acked(self, agent: str, result) -> None:
         """PUBACK of a reply: 16 means the requester no longer listens on that reply topic."""
-        if result.no_subscribers:
+        if result is not None and result.no_subscribers:
             self.unheard_replies += 1
+        with self._ack_cond:
+            self._unacked[agent] = self._unacked.get(agent, 1) - 1
+            self._ack_cond.notify_all()
 
     def _emit(self, publisher: "Responder", msg: MqttMessage) -> bool:
         try:
-            publisher.session.publish_then(msg, self._acked)
+            with self._ack_cond:
+                self._unacked[publisher.agent] = self._unacked.get(publisher.agent, 0) + 1
+            publisher.session.publish_then(msg, lambda result: self._acked(publisher.agent, result))
             return True
         except Exception as exc:  # a dead instance: the requester's timeout and fallback take over
+            self._acked(publisher.agent, None)
             self.dropped_publishes += 1
             log.warning("%s could not publish on %s: %s", publisher.agent, msg.topic, exc)
             return False

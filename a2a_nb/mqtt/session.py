@@ -380,16 +380,20 @@ class Session:
             self._cond.wait_for(lambda: mid in self._unsubacks or self._closed, timeout)
             self._unsubacks.discard(mid)
 
-    def delivers_shared_dollar_topics(self, probe_topic: str) -> bool:
+    def delivers_shared_dollar_topics(self, probe_topic: str, wait: float = 1.0) -> bool:
         """Does this broker deliver ``$share/...`` subscriptions on topics starting with ``$``?
 
-        Probed with a QoS 1 publish to ``probe_topic`` (a topic of this client's own): PUBACK 16
-        "No matching subscribers" means the shared subscription matched nothing.
+        Probed by publishing to ``probe_topic`` (a topic of this client's own) and waiting for the
+        message to arrive through a shared subscription. The PUBACK code alone cannot tell: another
+        subscriber (a recorder on ``$a2a/#``) also makes it 0.
         """
         shared = f"$share/a2a-nb-probe/{probe_topic}"
-        self.subscribe(shared, handler=lambda m: None)
+        arrived = threading.Event()
+        self.subscribe(shared, handler=lambda m: arrived.set())
         try:
-            return not self.publish(MqttMessage(probe_topic, b"", qos=1)).no_subscribers
+            if self.publish(MqttMessage(probe_topic, b"{}", qos=1)).no_subscribers:
+                return False
+            return arrived.wait(wait)
         finally:
             self.unsubscribe(shared)
 

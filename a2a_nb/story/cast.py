@@ -167,7 +167,7 @@ class TicketDesk:
                 owner = self.runtime.agents.get(ctx.agent)
                 if owner is not None and owner is not self.desk:
                     self.killed.append(owner.agent)
-                    threading.Timer(0.2, owner.crash).start()
+                    owner.die_after_replies()
 
         return self.analyst(ctx, on_step)
 

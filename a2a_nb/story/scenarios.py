@@ -147,6 +147,9 @@ def _discover(broker: Optional[str], step: Narrator) -> str:
 
 
 def _follow(stream, step: Narrator) -> None:
+    for att in stream.attempts:
+        if att.outcome != "answered" or len(stream.attempts) > 1:
+            step(f"attempt {att.number} → {att.topic} (correlation {att.correlation[:8]}…): {att.outcome}")
     for ev in stream:
         who = ev.responder or stream.target.label
         if ev.reroute is not None:
