@@ -852,10 +852,636 @@ SEND_AND_TRACK = [
 ]
 
 
+# ================================================================================================
+# 03 · Streaming and artifacts
+# ================================================================================================
+STREAMING = [
+    md("""
+    # 03 · Streaming and artifacts: the report arrives piece by piece
+
+    In lesson 02 the coordinator waited for each answer as a whole. A root-cause analysis takes a
+    while, and the walkthrough wants no blind wait: with `SendStreamingMessage` every status change
+    and every piece of the report arrives as its **own MQTT message** the moment the analyst has it.
+    The report is an **Artifact** streamed in chunks; the conclusion for the user is a **Message**.
+
+    ## What you will learn
+    - how a stream travels over MQTT: one PUBLISH per event on the coordinator's reply topic, all with
+      the Correlation Data of the one request;
+    - the three kinds of stream item (Task snapshot, `TaskStatusUpdateEvent`, `TaskArtifactUpdateEvent`)
+      and which states end a stream;
+    - aggregating artifact chunks by `artifactId` (`append`, `lastChunk`) without assuming chunk counts;
+    - reading the structured report: data parts as pandas tables, and the text summary;
+    - the final Message next to the Artifact, and a stream that is only a Message;
+    - the optional native **binary** artifact mode: raw bytes, `a2a-chunk-seqno`, `a2a-last-chunk`,
+      byte-exact reassembly.
+
+    ## Time needed
+    About 20 minutes. The notebook runs in a few seconds.
+
+    ## Prerequisites
+    - [02 · Send and track](02-send-and-track.ipynb): Task.id, contextId, messageId, Correlation Data,
+      task states.
+    - pandas basics (a DataFrame is a table).
+    """),
+    md("""
+    ## Step 1. The agents
+
+    The ticket desk again, this time with `handover="none"`: the desk does the analysis itself, so
+    every event of this lesson comes from one agent (handing a task over to another agent is
+    lesson 05). The echo agent is here for one comparison in step 7.
+    """),
+    code("""
+    import base64
+    import csv
+    import io
+
+    import pandas as pd
+
+    import a2a_nb
+    from a2a_nb.agents import Requester, Responder
+    from a2a_nb.protocol import messages, properties, states
+    from a2a_nb.protocol.artifacts import ArtifactSet
+    from a2a_nb.story import analysis, ticket_data
+    from a2a_nb.story.cast import REPORT_ID, TicketDesk, echo_card, echo_handler
+    from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+    desk = TicketDesk(handover="none", seed=4821)
+    echo = Responder("echo", echo_handler, card=echo_card())
+    coordinator = Requester("coordinator", seed=4821)
+    print(desk.desk)
+    print(coordinator)
+    """),
+    md("""
+    ## Step 2. Start the stream
+
+    This time the coordinator already has the reproduction steps and puts them in the first message
+    (on a line starting with `Reproduction:`), so the analyst never has to stop and ask (that pause is
+    lesson 04).
+
+    `coordinator.stream(...)` publishes one `SendStreamingMessage` request and returns as soon as the
+    first event is in; iterating over the stream hands out the events one by one as they arrive, and
+    the loop ends by itself when the stream ends.
+    """),
+    code("""
+    first = coordinator.new_message(TICKET_TEXT + "\\n" + REPRO_TEXT, context_id=CONTEXT_ID,
+                                    message_id="coord-tck4821-m1")
+    print(messages.text_of(first))
+    print()
+
+    stream = coordinator.stream("ticket-desk", message=first)
+    for event in stream:
+        print(event)
+    print()
+    print("the stream ended by itself:", stream.done, "| task state:", states.short_name(stream.state))
+    """),
+    md("""
+    The events really arrived one at a time: the analyst waits a little between its steps (`pace`).
+    Arrival times after the first event (they change on every run):
+    """),
+    code("""
+    t0 = stream.events[0].mqtt.received_at
+    print("  ".join(f"+{(e.mqtt.received_at - t0) * 1000:.0f} ms" for e in stream.events))
+    """, IGNORE),
+    md("""
+    ## Step 3. Each event is its own MQTT message
+
+    Every item was a separate PUBLISH on the coordinator's reply topic carrying the **same**
+    Correlation Data: the one of the request. That is how the coordinator knows they all belong to
+    this stream (Streaming Reply Mapping, rules 1-2). The kit's agents also number the items of a
+    stream in the user property `a2a-stream-seq`, so a copy delivered twice (QoS 1 allows it) is
+    recognised and dropped.
+    """),
+    code("""
+    def event_row(ev):
+        row = {"kind": ev.kind, "state": states.short_name(ev.state) if ev.state else "",
+               "artifact id": "", "append": "", "lastChunk": "", "parts": ""}
+        if ev.kind == "artifactUpdate":
+            art = ev.data["artifact"]
+            row.update({"artifact id": art["artifactId"], "append": ev.data.get("append", False),
+                        "lastChunk": ev.data.get("lastChunk", False),
+                        "parts": ", ".join("data" if "data" in p else "text" for p in art["parts"])})
+        row["a2a-stream-seq"] = ev.mqtt.user_property("a2a-stream-seq")
+        row["Correlation Data"] = ev.mqtt.correlation_data.hex()[:12] + "…"
+        return row
+
+    events = pd.DataFrame([event_row(ev) for ev in stream.events])
+    events
+    """),
+    code("""
+    print("topics used:       ", set(ev.mqtt.topic for ev in stream.events))
+    print("correlations used: ", len(set(ev.mqtt.correlation_data for ev in stream.events)))
+    print("duplicates dropped:", stream.duplicates)
+    """),
+    md("""
+    The first item is a **Task** snapshot (state `submitted`), then `statusUpdate`s and
+    `artifactUpdate`s. `lastChunk: true` on the last piece of the report seals the *artifact*; it
+    does not end the stream. What ends a stream over MQTT is the state (rules 5-7 of the profile's
+    Streaming Reply Mapping): a terminal state, or an interrupted one (`input-required`,
+    `auth-required`: the task goes on later, on a new request). A `message` result ends it too.
+    """),
+    code("""
+    pd.DataFrame([
+        {"state": states.short_name(s), "terminal": states.is_terminal(s), "ends the stream": states.ends_stream(s)}
+        for s in (states.SUBMITTED, states.WORKING, states.INPUT_REQUIRED, states.AUTH_REQUIRED,
+                  states.COMPLETED, states.FAILED, states.CANCELED, states.REJECTED)
+    ])
+    """),
+    md("""
+    ## Step 4. Aggregate the chunks by `artifactId`
+
+    The coordinator does not know in advance how many chunks a report has, and must not care. It
+    keeps one artifact per `artifactId`:
+
+    - `append` false or absent: the chunk creates (or replaces) the artifact;
+    - `append: true`: the chunk's parts are added to the end;
+    - `lastChunk: true`: this artifact is complete.
+
+    The stream did exactly that as the events came in; `stream.view` is the task as assembled so far:
+    """),
+    code("""
+    arts = stream.view.artifacts
+    report = arts.get(REPORT_ID)
+    print("artifacts:", [a["artifactId"] for a in arts.as_list()])
+    print("name:     ", report["name"])
+    print("sealed:   ", arts.is_sealed(REPORT_ID))
+    pd.DataFrame([
+        {"part": i, "kind": "data" if "data" in p else "text",
+         "content": ", ".join(p["data"]) if "data" in p else p["text"][:70] + "…"}
+        for i, p in enumerate(report["parts"])
+    ])
+    """),
+    md("""
+    Nothing depends on how the agent cut the report. Replaying the same four parts cut into one, two
+    or four chunks gives the same artifact (`ArtifactSet` is the pure rule the stream uses):
+    """),
+    code("""
+    def replay(cuts):
+        assembled, start = ArtifactSet(), 0
+        for n, size in enumerate(cuts):
+            piece = messages.artifact(REPORT_ID, report["parts"][start:start + size])
+            assembled.apply(messages.artifact_update(stream.task_id, CONTEXT_ID, piece, append=n > 0,
+                                                     last_chunk=start + size == len(report["parts"])))
+            start += size
+        return assembled.get(REPORT_ID)["parts"] == report["parts"] and assembled.is_sealed(REPORT_ID)
+
+    for cuts in ([4], [2, 2], [1, 3], [1, 1, 1, 1]):
+        print(f"chunks of {cuts}: same report: {replay(cuts)}")
+    """),
+    md("""
+    ## Step 5. Read the report
+
+    The report's **data parts** are plain JSON objects; merged, they are the structured report the
+    walkthrough promises: root cause, confidence, affected orders, recommended actions.
+    """),
+    code("""
+    data = {}
+    for piece in arts.data(REPORT_ID):
+        data.update(piece)
+
+    print("ticket:     ", data["ticket"])
+    print("confidence: ", data["confidence"])
+    print("root cause: ", data["rootCause"])
+    """),
+    md("""
+    The affected orders, ready for pandas:
+    """),
+    code("""
+    affected = pd.DataFrame(data["affectedOrders"])
+    affected
+    """),
+    code("""
+    print("evidence:")
+    for key, value in data["evidence"].items():
+        print(f"  {key}: {value}")
+    print("recommended actions:")
+    for n, action in enumerate(data["recommendedActions"], 1):
+        print(f"  {n}. {action}")
+    """),
+    md("""
+    And the **text part**, a summary written for people:
+    """),
+    code("""
+    print(arts.text(REPORT_ID))
+    """),
+    md("""
+    ## Step 6. The final Message next to the Artifact
+
+    The result comes in two layers (walkthrough, section 4): the **Artifact** is the report, for
+    programs; the **Message** in the final status is the conclusion, in words, for the user. The
+    Message is an agent message (`ROLE_AGENT`) with its own `messageId`, tied to the task and its
+    context:
+    """),
+    code("""
+    conclusion = stream.view.status["message"]
+    print("role:     ", conclusion["role"])
+    print("messageId:", conclusion["messageId"])
+    print("same task:", conclusion["taskId"] == stream.task_id, "| contextId:", conclusion["contextId"])
+    print()
+    print(messages.text_of(conclusion))
+    """),
+    md("""
+    The agent keeps both in the task, so a coordinator that missed the stream gets the complete
+    delivery with one `GetTask`, identical to what the stream assembled:
+    """),
+    code("""
+    task = coordinator.get_task(stream.task_id)
+    print("state:                    ", states.short_name(task["status"]["state"]))
+    print("same report as assembled: ", task["artifacts"] == arts.as_list())
+    print("same conclusion:          ", task["status"]["message"] == conclusion)
+    """),
+    md("""
+    Not every answer is a task. A stateless agent such as echo answers with a **Message** alone: no
+    Task.id to track, no artifacts, nothing to ask for later. In a stream, such a Message is the one
+    and only item, and it ends the stream.
+    """),
+    code("""
+    hello = coordinator.send("echo", "is anybody there?")
+    print("result holds:", list(hello.result))
+    print("role:        ", hello.message["role"])
+    print("text:        ", hello.text)
+    """),
+    md("""
+    ## Step 7. Binary artifacts: raw bytes instead of base64
+
+    JSON is the baseline: bytes travel as base64 in a `raw` part, a third bigger than the bytes. The
+    profile has an optional **native binary artifact mode**: the requester asks for it with the user
+    property `a2a-artifact-mode: binary`, and the responder may then publish each chunk as the raw
+    bytes themselves, the artifact's identity moving into user properties:
+
+    | user property | value |
+    |---|---|
+    | `a2a-event-type` | `task-artifact-update` |
+    | `a2a-task-id`, `a2a-context-id` | the task's ids |
+    | `a2a-artifact-id` | the artifact |
+    | `a2a-chunk-seqno` | 0, 1, 2, ... |
+    | `a2a-last-chunk` | `true` on the last chunk |
+
+    plus *Payload Format Indicator* 0 (bytes) and the media type as *Content Type*.
+
+    A small agent shows it: it exports the affected orders of the report as CSV, 96 bytes per chunk.
+    Its handler calls `ctx.chunk(...)` for each piece; the kit sends raw bytes to requesters that
+    asked for binary and base64 JSON to the others.
+    """),
+    code("""
+    report_data = analysis.analyse(ticket_data.load(), "TCK-4821", REPRO_TEXT)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(report_data["affectedOrders"][0]), lineterminator="\\n")
+    writer.writeheader()
+    writer.writerows(report_data["affectedOrders"])
+    CSV = out.getvalue().encode()
+    CHUNK = 96
+
+    def export_orders(ctx):
+        ctx.working("exporting the affected orders as CSV")
+        for start in range(0, len(CSV), CHUNK):
+            ctx.chunk("tck-4821-orders.csv", CSV[start:start + CHUNK], content_type="text/csv",
+                      last=start + CHUNK >= len(CSV))
+        ctx.complete(f"exported {len(report_data['affectedOrders'])} orders")
+
+    exporter = Responder("order-export", export_orders)
+    print(f"the CSV: {len(CSV)} bytes, so {-(-len(CSV) // CHUNK)} chunks")
+    """),
+    code("""
+    binary = coordinator.stream("order-export", "Export the affected orders of TCK-4821", artifact_mode="binary")
+    for event in binary:
+        print(event, event.data if event.kind == "binaryChunk" else "")
+    """),
+    md("""
+    Each `binaryChunk` is an MQTT message whose payload is the bytes themselves. Its properties:
+    """),
+    code("""
+    def chunk_row(ev):
+        m = ev.mqtt
+        return {"payload bytes": len(m.payload), "Payload Format": m.payload_format, "Content Type": m.content_type,
+                **{k: m.user_property(k) for k in (properties.EVENT_TYPE, properties.ARTIFACT_ID,
+                                                   properties.CHUNK_SEQNO, properties.LAST_CHUNK)}}
+
+    pd.DataFrame([chunk_row(ev) for ev in binary.events if ev.kind == "binaryChunk"])
+    """),
+    md("""
+    Reassembly goes by `a2a-chunk-seqno`, not by arrival order: chunks that arrive out of order or
+    twice are put in place or dropped, and the artifact is complete once the last chunk and every
+    chunk before it are in. The bytes come out exactly as they went in:
+    """),
+    code("""
+    received = binary.view.binary["tck-4821-orders.csv"]
+    print("complete:", received.complete, "| missing:", received.missing)
+    print("byte-exact:", received.data() == CSV)
+    print()
+    print(received.data().decode())
+    """),
+    md("""
+    The same export without `artifact_mode`: JSON mode, base64 in `raw` parts. Same bytes at the end,
+    more bytes on the wire:
+    """),
+    code("""
+    as_json = coordinator.stream("order-export", "Export the affected orders of TCK-4821 (JSON)")
+    as_json.wait()
+    csv_artifact = as_json.view.artifacts.get("tck-4821-orders.csv")
+    decoded = b"".join(base64.b64decode(p["raw"]) for p in csv_artifact["parts"])
+    print("first part:", {k: (v[:24] + "…" if k == "raw" else v) for k, v in csv_artifact["parts"][0].items()})
+    print("byte-exact:", decoded == CSV)
+
+    def wire_bytes(s, kind):
+        return sum(len(e.mqtt.payload) for e in s.events if e.kind == kind)
+
+    print(f"artifact bytes on the wire: binary {wire_bytes(binary, 'binaryChunk')}, "
+          f"JSON {wire_bytes(as_json, 'artifactUpdate')}")
+    """),
+    md("""
+    ## Step 8. Clean up
+    """),
+    code("""
+    desk.stop()
+    echo.stop()
+    exporter.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+    """),
+    md("""
+    ## Summary
+    - `SendStreamingMessage` over MQTT: every event is its own PUBLISH on the reply topic, with the
+      request's Correlation Data; the kit numbers them (`a2a-stream-seq`) to drop duplicates.
+    - A stream ends at a terminal state, at `input-required` / `auth-required`, or with a Message
+      result; `lastChunk` only seals an artifact.
+    - Artifacts are aggregated by `artifactId` (`append` extends, no `append` creates or replaces,
+      `lastChunk` seals), whatever the number of chunks.
+    - The Artifact is the structured report (data parts, text part); the Message in the final status
+      is the conclusion for the user; `GetTask` returns both.
+    - Binary mode (`a2a-artifact-mode: binary`) sends raw bytes with `a2a-chunk-seqno` and
+      `a2a-last-chunk`; reassembly by sequence number is byte-exact.
+
+    ## What's next
+    [04 · Input required](04-input-required.ipynb): the same stream without the reproduction steps,
+    the analyst's pause, and the coordinator's answer on the same task.
+    """),
+]
+
+
+# ================================================================================================
+# 04 · Input required
+# ================================================================================================
+INPUT_REQUIRED = [
+    md("""
+    # 04 · Input required: the analyst asks, the coordinator answers
+
+    The walkthrough's scenario pauses once: to confirm the root cause of TCK-4821 the analyst needs
+    the **reproduction steps**, and the ticket does not have them. The task moves to
+    `INPUT_REQUIRED`. This lesson follows that pause on the wire: the stream that ends without the
+    task ending, the answer sent on the same task, and then a second task in the same conversation.
+
+    ## What you will learn
+    - `INPUT_REQUIRED` is **stream-final but not terminal**: the stream for that Correlation Data ends,
+      the task waits;
+    - what the requester drops (the in-flight Correlation Data) and what it keeps (Task.id, contextId,
+      route);
+    - continuing the task: a **new messageId**, the **same Task.id and contextId**, **fresh Correlation
+      Data**, shown side by side as they crossed the broker;
+    - the task's history after the pause;
+    - a new turn in the same conversation: **new Task.id, same contextId**; `ListTasks` by context;
+    - what an agent answers when you write to a finished task, or mix up contexts.
+
+    ## Time needed
+    About 15 minutes. The notebook runs in a few seconds.
+
+    ## Prerequisites
+    - [02 · Send and track](02-send-and-track.ipynb) (identifiers, task states) and
+      [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) (stream events, the report).
+    """),
+    md("""
+    ## Step 1. The agents, and a tap on the request topics
+
+    The desk works without handover again (`handover="none"`). Next to the coordinator we start a
+    **tap**: a plain MQTT client subscribed to every request topic of `acme/support`, so we can look
+    at what the coordinator really published. It is an ordinary subscriber; the agents do not know it
+    is there (a filter starting with `$a2a/` is needed: `#` alone would not match `$` topics).
+    """),
+    code("""
+    import json
+    import time
+
+    import pandas as pd
+
+    import a2a_nb
+    from a2a_nb.agents import Requester
+    from a2a_nb.mqtt import Session
+    from a2a_nb.protocol import MqttMessage, encode_json, jsonrpc, messages, states, topics
+    from a2a_nb.protocol.errors import A2AError
+    from a2a_nb.story.cast import TicketDesk
+    from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+    desk = TicketDesk(handover="none", seed=4821)
+    coordinator = Requester("coordinator", seed=4821)
+
+    tap = Session("acme", "support", "lesson-04-tap")
+    tap.subscribe("$a2a/v1/request/acme/support/#")   # no handler: messages wait in tap.inbox
+
+    def tapped():
+        \"\"\"The requests the tap saw since the last call, one dict each.\"\"\"
+        rows = []
+        while (m := tap.receive(timeout=0.2)) is not None:
+            request = json.loads(m.payload)
+            params = request["params"]
+            message = params.get("message", {})
+            rows.append({"to": topics.parse_topic(m.topic).agent, "method": request["method"],
+                         "messageId": message.get("messageId", ""),
+                         "Task.id": message.get("taskId") or params.get("id"),
+                         "contextId": message.get("contextId", ""),
+                         "Correlation Data": m.correlation_data.hex()[:16] + "…"})
+        return rows
+
+    print(tap)
+    """),
+    md("""
+    ## Step 2. The ticket without reproduction steps
+
+    The first message names the ticket and nothing else. The coordinator streams it to the desk:
+    """),
+    code("""
+    first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+    stream = coordinator.stream("ticket-desk", message=first)
+    for event in stream:
+        print(event)
+    print()
+    print("the analyst asks:", stream.view.status_text)
+    """),
+    md("""
+    The stream is over, but the task is not:
+    """),
+    code("""
+    state = stream.state
+    print("task state:       ", states.short_name(state))
+    print("stream ended:     ", stream.done, "(states.ends_stream:", states.ends_stream(state), ")")
+    print("task is terminal: ", states.is_terminal(state))
+    print("task is waiting:  ", states.is_interrupted(state))
+    """),
+    md("""
+    ## Step 3. What the coordinator drops and what it keeps
+
+    The profile is precise (Streaming Reply Mapping 7): at `input-required` the requester **cleans up
+    the in-flight state for that Correlation Data**. The next message on this task will be a new
+    request with new Correlation Data; anything still arriving with the old one is a protocol error
+    and is ignored. Let us check it: the tap publishes a fake late reply with the old Correlation Data
+    to the coordinator's reply topic.
+    """),
+    code("""
+    old_correlation = stream.events[0].mqtt.correlation_data
+    late = jsonrpc.result_response("late", messages.stream_status(
+        messages.status_update(stream.task_id, CONTEXT_ID, messages.task_status(states.WORKING))))
+
+    before = coordinator.stats.ignored_unknown_correlation
+    tap.publish(MqttMessage(coordinator.reply_topic, encode_json(late), correlation_data=old_correlation))
+    for _ in range(100):                      # wait (at most 1 s) for the coordinator to see it
+        if coordinator.stats.ignored_unknown_correlation > before:
+            break
+        time.sleep(0.01)
+    print("late item ignored:", coordinator.stats.ignored_unknown_correlation - before == 1)
+    """),
+    md("""
+    What it keeps is everything it needs to continue: the task's identity and where to send it.
+    """),
+    code("""
+    print("Task.id:   ", stream.task_id)
+    print("contextId: ", stream.view.context_id)
+    print("route:     ", coordinator.routing.target(stream.task_id))
+    """),
+    md("""
+    ## Step 4. The answer: same task, new message, new correlation
+
+    The coordinator asks the user and sends the answer with `continue_task`. It makes a new message
+    (new `messageId`: this is new input, not a resend) for the same `Task.id` and `contextId`, and
+    publishes it as a new request (new Correlation Data) to whoever answers for the task now.
+    """),
+    code("""
+    answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m2")
+    for event in answer:
+        print(event)
+    """),
+    md("""
+    Both requests, as the tap saw them on the broker:
+    """),
+    code("""
+    m1, m2 = tapped()
+    side = pd.DataFrame({"first message (m1)": m1, "the answer (m2)": m2})
+    side["same?"] = [m1[key] == m2[key] for key in side.index]
+    side
+    """),
+    md("""
+    The Correlation Data column is the transport (one request/reply exchange); the Task.id is the
+    task (its whole life); the contextId is the conversation (many tasks); the messageId names one
+    message. Only the last two identifiers of the four changed: exactly the rule for continuing an
+    interrupted task (Multi-Turn Conversation Patterns, pattern 3).
+
+    ## Step 5. The task completes
+
+    The second stream went from `working` to `completed`, with the report in between:
+    """),
+    code("""
+    print("state:      ", states.short_name(answer.state))
+    print("artifacts:  ", [a["artifactId"] for a in answer.view.artifacts.as_list()])
+    print("conclusion: ", answer.view.status_text[:120] + "…")
+    """),
+    md("""
+    The task's history keeps the whole exchange, in order: the coordinator's two messages and every
+    message the agent attached to a status (its progress notes, its question and its conclusion).
+    """),
+    code("""
+    task = coordinator.get_task(stream.task_id)
+    pd.DataFrame([
+        {"role": m["role"], "messageId": m["messageId"], "text": messages.text_of(m)[:80]}
+        for m in task["history"]
+    ])
+    """),
+    md("""
+    ## Step 6. A new turn in the same conversation
+
+    A week later the user asks about the same ticket again. A finished task never changes, so this
+    is a **new task** (new Task.id) in the **same context** (`ctx-tck4821`): the agent may use the
+    context's history, and everything about the ticket stays together.
+    """),
+    code("""
+    recheck = coordinator.stream(
+        "ticket-desk",
+        "Re-check TCK-4821 after the cache fix was deployed\\n" + REPRO_TEXT,
+        context_id=CONTEXT_ID, message_id="coord-tck4821-m3")
+    recheck.wait()
+
+    turns = pd.DataFrame([
+        {"turn": "the ticket", "Task.id": stream.task_id, "contextId": stream.view.context_id,
+         "state": states.short_name(coordinator.get_task(stream.task_id)["status"]["state"])},
+        {"turn": "the re-check", "Task.id": recheck.task_id, "contextId": recheck.view.context_id,
+         "state": states.short_name(recheck.state)},
+    ])
+    print("new Task.id:     ", recheck.task_id != stream.task_id)
+    print("same contextId:  ", recheck.view.context_id == stream.view.context_id)
+    turns
+    """),
+    md("""
+    The context groups them: `ListTasks` with the contextId returns both tasks from the agent.
+    """),
+    code("""
+    listed = coordinator.list_tasks("ticket-desk", context_id=CONTEXT_ID)
+    pd.DataFrame([
+        {"Task.id": t["id"], "contextId": t["contextId"], "state": states.short_name(t["status"]["state"])}
+        for t in listed["tasks"]
+    ])
+    """),
+    md("""
+    ## Step 7. What the agent refuses
+
+    Two mistakes the agent turns into JSON-RPC errors on the reply path. Writing to a **finished**
+    task (a terminal task cannot restart: start a new one in the same context instead):
+    """),
+    code("""
+    try:
+        coordinator.continue_task(stream, "one more thing about TCK-4821", message_id="coord-tck4821-m4")
+    except A2AError as err:
+        print(f"error {err.code} ({type(err).__name__}): {err.message}")
+    """),
+    md("""
+    And a message that names a task with a **different contextId** than the one the task was created
+    in: error `-32602` (invalid params), as the profile demands (Context Identifier Semantics 6).
+    """),
+    code("""
+    mixed_up = coordinator.new_message("about TCK-4821", task_id=recheck.task_id, context_id="ctx-tck9999",
+                                       message_id="coord-tck4821-m5")
+    try:
+        coordinator.send(None, message=mixed_up)
+    except A2AError as err:
+        print(f"error {err.code}: {err.message}")
+    """),
+    md("""
+    ## Step 8. Clean up
+    """),
+    code("""
+    tap.close()
+    desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+    """),
+    md("""
+    ## Summary
+    - `INPUT_REQUIRED` (and `AUTH_REQUIRED`) ends the stream for its Correlation Data, but the task
+      waits; the requester forgets the correlation, keeps Task.id, contextId and route.
+    - Continuing a task: `continue_task` sends a **new messageId** with the **same Task.id and
+      contextId**, as a new request with **fresh Correlation Data**.
+    - The task's history records both user messages and the agent's notes, question and conclusion.
+    - A new turn in a conversation is a **new task in the same context**; `ListTasks` finds a
+      context's tasks.
+    - A terminal task refuses new messages (`-32004` UnsupportedOperation); a contextId that does not
+      match the task's is `-32602`.
+
+    ## What's next
+    [05 · Handover](05-handover.ipynb): the desk hands the ticket to an analyst instance of its own,
+    and the coordinator's routing table follows it (user story 07).
+    """),
+]
+
+
 LESSONS: dict[str, list[dict]] = {
     "00-start-here": START_HERE,
     "01-discovery": DISCOVERY,
     "02-send-and-track": SEND_AND_TRACK,
+    "03-streaming-and-artifacts": STREAMING,
+    "04-input-required": INPUT_REQUIRED,
 }
 
 

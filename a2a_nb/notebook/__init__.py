@@ -1,15 +1,20 @@
 """The notebook face: rich displays and widgets. They only present; the rules live in protocol/.
 
 ``display`` holds the HTML helpers (imported by the agents' ``_repr_html_``); ``widgets`` holds the
-discovery browser and the send form. The widgets are imported on first use, so showing a reply
-never pulls in ipywidgets.
+discovery browser and the send form; ``routing_view`` the routing table view of lesson 05. The
+widgets are imported on first use, so showing a reply never pulls in ipywidgets.
 """
 from __future__ import annotations
 
-__all__ = ["DiscoveryBrowser", "SendForm", "discovery_browser", "send_form"]
+__all__ = ["DiscoveryBrowser", "SendForm", "discovery_browser", "send_form", "RoutingTableView",
+           "routing_table_view"]
 
 
 def __getattr__(name: str):
+    if name in ("RoutingTableView", "routing_table_view"):
+        from . import routing_view
+
+        return getattr(routing_view, name)
     if name in __all__:
         from . import widgets
 

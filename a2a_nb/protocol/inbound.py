@@ -6,6 +6,7 @@ Multi-Turn Conversation Patterns (contextId), plus JSON-RPC and A2A v1.0 paramet
 
 Order of the checks (each step answers with the first problem found):
 1. no Response Topic or no Correlation Data → nothing can be answered: ``Drop``;
+1b. payload above the responder's ``max_request_bytes`` → -32600, id null (not even parsed);
 2. request expired while it waited (Message Expiry) → -32003 ``request_expired``;
 3. binding metadata invalid (content type, payload format, security profile, recipient) → -32005;
 4. not UTF-8 / not JSON → -32700; not a JSON-RPC request → -32600; unknown method → -32601;
@@ -88,14 +89,21 @@ def check_binding(msg: MqttMessage, my_agent_id: str) -> Optional[A2AError]:
     return None
 
 
-def check_request(msg: MqttMessage, now: float, my_agent_id: str) -> Verdict:
-    """Steps 1-5 of the module docstring on one received request."""
+def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Optional[int] = None) -> Verdict:
+    """Steps 1-5 of the module docstring on one received request.
+
+    ``max_bytes``: a larger payload is answered with -32600 (JSON-RPC "Invalid Request": the request
+    is not one this responder accepts; not retryable as it is) and id null, without parsing it.
+    """
     if not msg.response_topic:
         return Drop("no Response Topic: the request cannot be answered")
     if msg.correlation_data is None:
         return Drop("no Correlation Data: a reply could not be matched by the requester")
     if has_wildcards(msg.response_topic):
         return Drop(f"Response Topic {msg.response_topic!r} has wildcards: nothing can be published there")
+    if max_bytes is not None and len(msg.payload) > max_bytes:
+        return Rejected(None, errors.invalid_request(
+            f"the request is {len(msg.payload)} bytes, above this responder's limit of {max_bytes} bytes"))
     request_id = jsonrpc.request_id_of(msg.payload)
     if is_expired(msg, now):
         return Rejected(request_id, errors.request_expired("the request's Message Expiry Interval ran out before processing"))

@@ -113,6 +113,10 @@ def _load(payload: Union[bytes, bytearray, memoryview, str]) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise errors.parse_error(f"payload is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})")
+    except RecursionError:
+        raise errors.parse_error("payload is nested too deeply to be parsed") from None
+    except ValueError as e:  # e.g. an integer literal longer than Python's int_max_str_digits
+        raise errors.parse_error(f"payload is not usable JSON ({e})") from None
 
 
 def parse_request(payload: Union[bytes, bytearray, memoryview, str]) -> dict[str, Any]:
