@@ -10,7 +10,7 @@ setup:
 
 ## JupyterLab on the notebooks, with the kit's embedded Mosquitto (or A2A_BROKER_URL)
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/00-start-here.ipynb
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00-start-here.ipynb
 
 ## every test: unit, integration against a real Mosquitto, notebooks with nbval
 test: setup
