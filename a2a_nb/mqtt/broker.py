@@ -41,6 +41,10 @@ class BrokerEndpoint:
     """How to reach a broker: ``mqtt://[user:pass@]host:port`` or ``mqtts://...`` (TLS).
 
     A CA file for ``mqtts`` comes from ``?ca=/path`` in the URL or from ``A2A_BROKER_CA``.
+    ``inflight`` is how many QoS 1 publishes a client keeps unacknowledged: it must not exceed the
+    broker's Receive Maximum (MQTT v5 §3.3.4). Unknown brokers get 20 (paho's default; most brokers
+    allow more: ``?inflight=N`` raises it); the embedded Mosquitto allows any number, which is 0
+    here: paho's "no limit", also its fast path (with a limit it rescans its queue on every PUBACK).
     """
 
     host: str = "127.0.0.1"
@@ -49,6 +53,7 @@ class BrokerEndpoint:
     username: Optional[str] = None
     password: Optional[str] = None
     ca_file: Optional[str] = None
+    inflight: int = 20
 
     @classmethod
     def from_url(cls, url: str) -> "BrokerEndpoint":
@@ -64,7 +69,12 @@ class BrokerEndpoint:
             port = parts.port or (8883 if tls else 1883)
         except ValueError as exc:
             raise BrokerError(f"broker URL {url!r} has an invalid port: {exc}") from None
-        ca = parse_qs(parts.query).get("ca", [None])[0] or os.environ.get(ENV_CA) or None
+        query = parse_qs(parts.query)
+        ca = query.get("ca", [None])[0] or os.environ.get(ENV_CA) or None
+        try:
+            inflight = int(query.get("inflight", ["20"])[0])
+        except ValueError:
+            raise BrokerError(f"broker URL {url!r}: inflight must be a number (0 = no limit)") from None
         return cls(
             host=parts.hostname,
             port=port,
@@ -72,6 +82,7 @@ class BrokerEndpoint:
             username=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
             ca_file=ca,
+            inflight=inflight,
         )
 
     @property
@@ -91,7 +102,12 @@ class BrokerEndpoint:
                 auth += ":" + (quote(self.password, safe="") if show_password else "***")
             auth += "@"
         host = f"[{self.host}]" if ":" in self.host else self.host
-        query = f"?ca={self.ca_file}" if self.ca_file and show_password else ""
+        params = []
+        if self.ca_file and show_password:
+            params.append(f"ca={self.ca_file}")
+        if self.inflight != 20:
+            params.append(f"inflight={self.inflight}")
+        query = "?" + "&".join(params) if params else ""
         return f"{'mqtts' if self.tls else 'mqtt'}://{auth}{host}:{self.port}{query}"
 
     def with_credentials(self, username: str, password: str) -> "BrokerEndpoint":
@@ -223,8 +239,8 @@ class EmbeddedBroker:
             "log_type information",
             "connection_messages true",
             "max_keepalive 65535",
-            "# streams burst: let QoS 1 messages queue for a slow subscriber instead of dropping them",
-            "max_inflight_messages 1000",
+            "# streams burst: no Receive Maximum, and QoS 1 messages queue for a slow subscriber instead of being dropped",
+            "max_inflight_messages 0",
             "max_queued_messages 100000",
             f"listener {port} {self.host}",
             "protocol mqtt",
@@ -241,7 +257,7 @@ class EmbeddedBroker:
     def endpoint(self) -> BrokerEndpoint:
         if self.port is None:
             raise BrokerError("the embedded broker is not started; call start() first")
-        return BrokerEndpoint(host=self.host, port=self.port)
+        return BrokerEndpoint(host=self.host, port=self.port, inflight=0)  # our config: no Receive Maximum
 
     @property
     def url(self) -> str:

@@ -19,7 +19,7 @@ from .broker import BrokerEndpoint
 
 def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:
     c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid, protocol=mqtt.MQTTv5)
-    c.max_inflight_messages_set(1000)
+    c.max_inflight_messages_set(ep.inflight)  # the same window as the kit's sessions
     connected = threading.Event()
     c.on_connect = lambda *a: connected.set()
     c.connect(ep.host, ep.port, keepalive=30)

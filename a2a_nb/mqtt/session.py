@@ -173,7 +173,7 @@ class Session:
         c.on_subscribe = self._on_subscribe
         c.on_unsubscribe = self._on_unsubscribe
         c.reconnect_delay_set(min_delay=0.05, max_delay=2)
-        c.max_inflight_messages_set(1000)
+        c.max_inflight_messages_set(self.endpoint.inflight)
         c.max_queued_messages_set(0)
         if self.endpoint.username:
             c.username_pw_set(self.endpoint.username, self.endpoint.password)
