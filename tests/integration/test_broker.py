@@ -61,10 +61,16 @@ def test_missing_binary_names_the_install_command(monkeypatch):
         ("mqtts://alice:s%40cret@hive.example:8884?ca=/etc/ca.pem",
          BrokerEndpoint("hive.example", 8884, True, "alice", "s@cret", "/etc/ca.pem")),
         ("mqtts://emqx.example", BrokerEndpoint("emqx.example", 8883, True)),
+        ("mqtt://h:1?inflight=0", BrokerEndpoint("h", 1, inflight=0)),
     ],
 )
 def test_broker_url_parsing(url, expected):
     assert BrokerEndpoint.from_url(url) == expected
+
+
+def test_embedded_broker_url_round_trips_its_window():
+    with EmbeddedBroker() as b:
+        assert BrokerEndpoint.from_url(b.url) == b.endpoint and b.endpoint.inflight == 0
 
 
 def test_printed_url_hides_the_password():
@@ -72,7 +78,7 @@ def test_printed_url_hides_the_password():
     assert "secret" not in ep.url and "secret" in ep.url_with_secret
 
 
-@pytest.mark.parametrize("bad", ["http://x:1", "tcp://x", "mqtt://", "mqtt://h:notaport"])
+@pytest.mark.parametrize("bad", ["http://x:1", "tcp://x", "mqtt://", "mqtt://h:notaport", "mqtt://h:1?inflight=x"])
 def test_bad_broker_url_is_refused_clearly(bad):
     with pytest.raises(BrokerError, match="mqtt"):
         BrokerEndpoint.from_url(bad)
