@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[TaskContext], object]
 
+DEFAULT_MAX_REQUEST_BYTES = 256 * 1024
+
 
 @dataclass
 class ResponderStats:
@@ -47,6 +49,9 @@ class Responder:
     ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``.
     ``inline``: run the handler on the network thread instead of a worker (one thread switch less
     per request); only for handlers that answer at once and never block, such as echo.
+    ``auth``: a :class:`~a2a_nb.agents.auth.BearerPolicy`; every request must then carry a valid
+    ``a2a-authorization: Bearer <token>`` and is refused before any processing otherwise.
+    ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
     """
 
     def __init__(
@@ -67,6 +72,8 @@ class Responder:
         ids: Optional[IdSource] = None,
         keepalive: int = 30,
         inline: bool = False,
+        auth=None,
+        max_request_bytes: Optional[int] = DEFAULT_MAX_REQUEST_BYTES,
         start: bool = True,
     ):
         self.org, self.unit, self.agent = org, unit, agent
@@ -80,6 +87,8 @@ class Responder:
         self.ids = ids or IdSource()
         self.max_pending = max_pending
         self.inline = inline
+        self.auth = auth
+        self.max_request_bytes = max_request_bytes
         self.frozen = False
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
@@ -115,7 +124,8 @@ class Responder:
     def _join_pool(self) -> None:
         """Consume the pool via ``$share`` when the broker delivers it on ``$`` topics, else via
         the plain pool topic with slot claiming (Profile: Optional Shared Subscription Dispatch)."""
-        if self.session.delivers_shared_dollar_topics(topics.event_topic(self.org, self.unit, self.agent)):
+        probe = f"$a2a-nb-probe/{self.org}/{self.unit}/{self.agent}"  # a $ topic outside $a2a/: no recorder sees it
+        if self.session.delivers_shared_dollar_topics(probe):
             self.pool_mode = "shared"
             self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool),
                                    handler=self._on_pool_request)
@@ -226,6 +236,11 @@ class Responder:
             self._process(msg, pooled)
         except Exception:  # never let one request kill a worker (or the network thread)
             log.exception("%s: unexpected error while processing a request", self.agent)
+            if msg.response_topic and msg.correlation_data is not None and not inbound.has_wildcards(msg.response_topic):
+                try:  # still answer: the requester learns at once instead of waiting for its timeout
+                    self._reply_error(msg, None, errors.internal_error("the responder failed on this request"), pooled)
+                except Exception:
+                    log.exception("%s: could not answer a request that failed", self.agent)
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
@@ -233,11 +248,16 @@ class Responder:
             index, members = self.pool_slot
             if pools.claim_slot(pools.pool_key(msg.payload, msg.correlation_data), members) != index:
                 return  # another member of the pool claims this one
-        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent)
+        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.max_request_bytes)
         if isinstance(verdict, inbound.Drop):
             self.stats.dropped += 1
             log.info("%s dropped a request on %s: %s", self.agent, msg.topic, verdict.reason)
             return
+        if self.auth is not None:  # bearer token checks come before anything else is looked at
+            denied = self.auth.check(msg, tls=self.session.endpoint.tls)
+            if denied is not None:
+                self._reply_error(msg, verdict.request_id, denied, pooled)
+                return
         if isinstance(verdict, inbound.Rejected):
             self._reply_error(msg, verdict.request_id, verdict.error, pooled)
             return

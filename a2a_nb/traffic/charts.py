@@ -124,8 +124,16 @@ def _lanes(sub: pd.DataFrame, pseudo_last: bool = False) -> list[str]:
 
 
 def _handover_rows(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
+    """The reply where each task moves to a new responder (later replies from the same one are not
+    new handovers)."""
     h = handovers(df)
-    return {int(i): (c, r) for i, c, r in zip(h["i"], h["cause"], h["responder"])}
+    current: dict = {}
+    rows: dict[int, tuple[str, str]] = {}
+    for i, task, cause, responder in zip(h["i"], h["task_id"], h["cause"], h["responder"]):
+        if current.get(task) != responder:
+            current[task] = responder
+            rows[int(i)] = (cause, responder)
+    return rows
 
 
 # -- charts -------------------------------------------------------------------------------------------

@@ -93,7 +93,6 @@ EXPECTED = """sequenceDiagram
     p4-->>p3: statusUpdate working
     Note over p4: handover to analyst-1
     p4-->>p3: statusUpdate input-required
-    Note over p4: handover to analyst-1
     p3->>p4: SendMessage
     p3->>p1: SendMessage
     p1-->>p3: artifact report (last chunk)
