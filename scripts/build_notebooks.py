@@ -1264,7 +1264,7 @@ INPUT_REQUIRED = [
     import a2a_nb
     from a2a_nb.agents import Requester
     from a2a_nb.mqtt import Session
-    from a2a_nb.protocol import MqttMessage, encode_json, jsonrpc, messages, states, topics
+    from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
     from a2a_nb.protocol.errors import A2AError
     from a2a_nb.story.cast import TicketDesk
     from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
@@ -1289,7 +1289,7 @@ INPUT_REQUIRED = [
                          "Correlation Data": m.correlation_data.hex()[:16] + "…"})
         return rows
 
-    print(tap)
+    print(tap.client_id, "listens on $a2a/v1/request/acme/support/#")
     """),
     md("""
     ## Step 2. The ticket without reproduction steps
@@ -1366,10 +1366,11 @@ INPUT_REQUIRED = [
     side
     """),
     md("""
-    The Correlation Data column is the transport (one request/reply exchange); the Task.id is the
-    task (its whole life); the contextId is the conversation (many tasks); the messageId names one
-    message. Only the last two identifiers of the four changed: exactly the rule for continuing an
-    interrupted task (Multi-Turn Conversation Patterns, pattern 3).
+    Four identifiers, four lifetimes: the **Correlation Data** is one request/reply exchange, the
+    **messageId** one message, the **Task.id** the task's whole life, the **contextId** the
+    conversation (many tasks). Exactly two changed: the messageId (new input) and the Correlation Data
+    (a new exchange). That is the rule for continuing an interrupted task (Multi-Turn Conversation
+    Patterns, pattern 3).
 
     ## Step 5. The task completes
 
@@ -1435,7 +1436,7 @@ INPUT_REQUIRED = [
     try:
         coordinator.continue_task(stream, "one more thing about TCK-4821", message_id="coord-tck4821-m4")
     except A2AError as err:
-        print(f"error {err.code} ({type(err).__name__}): {err.message}")
+        print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
     """),
     md("""
     And a message that names a task with a **different contextId** than the one the task was created
@@ -1447,7 +1448,7 @@ INPUT_REQUIRED = [
     try:
         coordinator.send(None, message=mixed_up)
     except A2AError as err:
-        print(f"error {err.code}: {err.message}")
+        print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
     """),
     md("""
     ## Step 8. Clean up
@@ -1476,12 +1477,781 @@ INPUT_REQUIRED = [
 ]
 
 
+# ================================================================================================
+# 05 · Handover
+# ================================================================================================
+HANDOVER = [
+    md("""
+    # 05 · Handover: the desk delegates, the routing table follows
+
+    The ticket desk owns the only Agent Card, but it does not analyse tickets itself: for each ticket
+    it spawns an **analyst instance** with its own MQTT client ID and no card, and hands the task to
+    it. The analyst's replies say so with the user property `a2a-responder-agent-id`, and from then
+    on the coordinator sends everything about that task **directly to the analyst**. This is the
+    profile's *Optional Task Handover*, told as **user story 07**; this lesson walks through it step
+    by step and then through its three failure cases.
+
+    ## What you will learn
+    - the six steps of user story 07 on a real broker: the reply that carries
+      `a2a-responder-agent-id`, the routing table before and after, follow-ups on the analyst's direct
+      request topic with new Correlation Data and the same Task.id;
+    - failure case 1: no `a2a-responder-agent-id` → the task stays with the card agent;
+    - failure case 2: two handovers in one stream → the latest one wins;
+    - failure case 3: the analyst is unreachable → retries against its direct topic, then fallback to
+      the card agent, with the reason recorded;
+    - a live view of the routing table (`routing_table_view`).
+
+    ## Time needed
+    About 20 minutes. The notebook runs in about 5 seconds (case 3 waits for real timeouts).
+
+    ## Prerequisites
+    - [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) and
+      [04 · Input required](04-input-required.ipynb): stream events, continuing a task.
+    """),
+    md("""
+    ## Step 1. The agents, a tap and the routing table view
+
+    The desk with `handover="first-reply"`: it hands each ticket to a new analyst as soon as it has
+    accepted it. The coordinator gets a short retry profile (wait 0.5 s for a first reply, 3 attempts, backoff
+    0.05 / 0.1 / 0.2 s) so that failure case 3 takes seconds instead of the profile's default 45.
+    The tap from lesson 04 shows every request the coordinator publishes.
+    """),
+    code("""
+    import json
+    import time
+
+    import pandas as pd
+
+    import a2a_nb
+    from a2a_nb.agents import Requester
+    from a2a_nb.mqtt import Session
+    from a2a_nb.notebook.routing_view import routing_table_view
+    from a2a_nb.protocol import MqttMessage, properties, states, topics
+    from a2a_nb.protocol.retry import RetryProfile
+    from a2a_nb.story.cast import TicketDesk
+    from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+    pd.set_option("display.max_colwidth", 90)
+
+    desk = TicketDesk(handover="first-reply", seed=4821)
+    QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_attempts=3,
+                         backoff_s=(0.05, 0.1, 0.2))
+    coordinator = Requester("coordinator", seed=4821, retry=QUICK)
+
+    tap = Session("acme", "support", "lesson-05-tap")
+    tap.subscribe("$a2a/v1/request/acme/support/#")
+
+    def tapped():
+        \"\"\"The requests the tap saw since the last call, one dict each.\"\"\"
+        rows = []
+        while (m := tap.receive(timeout=0.2)) is not None:
+            request = json.loads(m.payload)
+            params = request["params"]
+            message = params.get("message", {})
+            rows.append({"topic": m.topic, "method": request["method"], "messageId": message.get("messageId", ""),
+                         "Task.id": (message.get("taskId") or params.get("id"))[:8] + "…",
+                         "Correlation Data": m.correlation_data.hex()[:16] + "…"})
+        return pd.DataFrame(rows)
+
+    def route_rows():
+        return pd.DataFrame(coordinator.routing.rows()).drop(columns="updated_at")
+
+    def reroutes(task_id):
+        rows = [r for r in coordinator.routing.history_rows() if r["task_id"] == task_id]
+        return pd.DataFrame(rows, columns=["from", "to", "cause", "detail"])
+
+    print(coordinator)
+    """),
+    md("""
+    The routing table as a widget: one row per task with its card agent, the agent answering for it
+    now, and every reroute. It shows what the table holds when `refresh()` runs (or the *Refresh*
+    button is clicked; tick *auto refresh* to follow changes by itself). It is empty for now; it will
+    be displayed again below.
+    """),
+    code("""
+    view = routing_table_view(coordinator)
+    view
+    """, IGNORE),
+    md("""
+    ## Step 2. Story steps 1-2: the request goes to the card agent
+
+    1. Agent A (the coordinator) is subscribed to its reply topic (it did so when it was created).
+    2. It publishes the request to agent B's request topic, the one in B's card, with Response Topic
+       and Correlation Data, and a Task.id it made itself.
+    """),
+    code("""
+    print("1. reply topic:  ", coordinator.reply_topic)
+    first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+    stream = coordinator.stream("ticket-desk", message=first)
+    task_id = stream.task_id
+    request = tapped().iloc[0]
+    print("2. published to: ", request["topic"])
+    print("   Task.id:      ", first["taskId"])
+    print("   Correlation:  ", request["Correlation Data"])
+    """),
+    md("""
+    The first reply is already in (that is when `stream(...)` returns), but the coordinator has not
+    read it yet. Its routing table holds what it knew when it sent: the task belongs to the card agent.
+    """),
+    code("""
+    route_rows()
+    """),
+    md("""
+    ## Step 3. Story steps 3-4: the desk delegates, the replies say so
+
+    3. The desk accepts the Task.id (its first stream item is the task snapshot, `submitted`) and
+       hands the task to an analyst it spawns.
+    4. From then on the analyst publishes on the coordinator's reply topic, echoing the Correlation
+       Data and the Task.id, and its reply carries the user property `a2a-responder-agent-id`.
+
+    We read the stream item by item and look at the route after each one:
+    """),
+    code("""
+    for event in stream:
+        state = states.short_name(event.state) if event.state else ""
+        print(f"{event.kind:13} {state:15} a2a-responder-agent-id: {event.responder or '-':15} "
+              f"route -> {coordinator.routing.target(task_id).label}")
+    print()
+    print("the analyst asks:", stream.view.status_text)
+    """),
+    md("""
+    The item that moved the route, as an MQTT packet:
+    """),
+    code("""
+    handover = next(e for e in stream.events if e.reroute is not None)
+    packet = handover.mqtt
+    print("published on:     ", packet.topic)
+    print("Correlation Data: ", packet.correlation_data.hex()[:16] + "…", "(the request's)")
+    print("Task.id echoed:   ", handover.data["taskId"] == task_id)
+    print("user properties:  ", packet.user_properties)
+    """),
+    md("""
+    The routing table after: the task keeps its card agent (the fallback) and is now routed to the
+    analyst; the reroute is recorded with its cause.
+    """),
+    code("""
+    route_rows()
+    """),
+    code("""
+    reroutes(task_id)
+    """),
+    md("""
+    ## Step 4. Story steps 5-6: follow-ups go straight to the analyst
+
+    5. The coordinator persists Task.id → responder: that is its routing table (with
+       `Requester(routes_path=...)` it is also written to SQLite, so a restarted coordinator keeps it).
+    6. Every follow-up for the task goes to the analyst's **direct request topic**: the answer to the
+       question, and a `GetTask` afterwards. Each is a new request with **new Correlation Data**;
+       the **Task.id never changes**.
+    """),
+    code("""
+    answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m2")
+    answer.wait()
+    final = coordinator.get_task(task_id)
+    print("task state:", states.short_name(final["status"]["state"]))
+    follow_ups = tapped()
+    follow_ups
+    """),
+    code("""
+    print("all to the analyst's topic:  ", set(follow_ups["topic"]) == {topics.request_topic("acme", "support", "analyst-0bbfd2")})
+    print("one Task.id for all:         ", follow_ups["Task.id"].nunique() == 1 and request["Task.id"] == follow_ups["Task.id"][0])
+    print("new Correlation Data on each:", follow_ups["Correlation Data"].nunique() == len(follow_ups))
+    """),
+    md("""
+    The widget shows the table when it is refreshed. (The stored notebook shows the snapshot taken
+    when this cell ran; run it yourself and click *Refresh* after any later cell.)
+    """),
+    code("""
+    view.refresh()
+    view
+    """, IGNORE),
+    md("""
+    ## Step 5. Failure case 1: no `a2a-responder-agent-id`
+
+    A desk that does the work itself (`handover="none"`) never sets the property. The coordinator must
+    then keep routing to the card agent: a reply without the property is **not** a handover. (Each
+    failure case starts a fresh desk with its own seed, so its analysts get their own names.)
+    """),
+    code("""
+    desk.stop()
+    desk = TicketDesk(handover="none", seed=4822)
+
+    plain = coordinator.stream("ticket-desk", TICKET_TEXT + "\\n" + REPRO_TEXT, context_id=CONTEXT_ID,
+                               message_id="coord-tck4821-m3")
+    plain.wait()
+    coordinator.get_task(plain.task_id)
+    print("a2a-responder-agent-id on the items:", {e.responder for e in plain.events})
+    print("routed to:                          ", coordinator.routing.target(plain.task_id))
+    print("reroutes:                           ", len(reroutes(plain.task_id)))
+    tapped()
+    """),
+    md("""
+    ## Step 6. Failure case 2: two handovers in one stream
+
+    This desk starts on the ticket itself, hands it to a first analyst, and that analyst passes it to
+    a second one halfway through the report (`handover="double"`; the reproduction steps are in the
+    first message, so it is one stream). The property appears twice with two values: the coordinator
+    must honour the **most recent** one.
+    """),
+    code("""
+    desk.stop()
+    desk = TicketDesk(handover="double", seed=4823)
+
+    twice = coordinator.stream("ticket-desk", TICKET_TEXT + "\\n" + REPRO_TEXT, context_id=CONTEXT_ID,
+                               message_id="coord-tck4821-m4")
+    twice.wait()
+    pd.DataFrame([{"event": e.kind, "state": states.short_name(e.state) if e.state else "",
+                   "a2a-responder-agent-id": e.responder or "",
+                   "reroute": f"{e.reroute.from_.label} → {e.reroute.to.label}" if e.reroute else ""}
+                  for e in twice.events])
+    """),
+    code("""
+    reroutes(twice.task_id)
+    """),
+    md("""
+    The latest analyst is where follow-ups go now; the task's identity never changed:
+    """),
+    code("""
+    coordinator.get_task(twice.task_id)
+    print("routed to:", coordinator.routing.target(twice.task_id))
+    tapped()
+    """),
+    md("""
+    ## Step 7. Failure case 3: the analyst is unreachable
+
+    This time the analyst asks for the reproduction steps and then disappears (`handover="dies"`: its
+    MQTT connection ends 0.2 s after the question). The user story's rule: apply the retry profile
+    against the **new agent's direct topic**; when it is exhausted, **fall back to the original card
+    agent**. The desk shares its task runtime with its analysts, so it can take the task back.
+
+    The tap steps aside for this case: as a subscriber to every request topic it would make the
+    broker answer each publish with PUBACK 0, hiding the cheapest hint that nobody listens (reason
+    code 16, *No matching subscribers*).
+    """),
+    code("""
+    tap.unsubscribe("$a2a/v1/request/acme/support/#")
+    desk.stop()
+    desk = TicketDesk(handover="dies", seed=4824)
+
+    doomed = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m5")
+    doomed.wait()
+    analyst = desk.instances[-1]
+    print("the question came from:", {e.responder for e in doomed.events} - {None})
+    print("state:                 ", states.short_name(doomed.state))
+
+    # The analyst's connection ends 0.2 s after its question. We wait for the broker's word that it
+    # is gone: a QoS 1 publish (empty payload) on its request topic gets PUBACK 16 once nobody listens.
+    gone = topics.request_topic("acme", "support", analyst.agent)
+    for _ in range(500):
+        if coordinator.session.publish(MqttMessage(gone, b"", qos=1)).no_subscribers:
+            break
+        time.sleep(0.01)
+    print("nobody listens on:     ", gone)
+    """),
+    md("""
+    The coordinator answers the question. It asks the agent to acknowledge at once
+    (`return_immediately=True`), so the attempts below are only about reaching an agent:
+    """),
+    code("""
+    ack = coordinator.continue_task(doomed, REPRO_TEXT, message_id="coord-tck4821-m6", return_immediately=True)
+    pd.DataFrame([{"attempt": a.number, "topic": a.topic, "Correlation Data": a.correlation[:16] + "…",
+                   "PUBACK reason code": a.reason_code, "outcome": a.outcome} for a in ack.attempts])
+    """),
+    md("""
+    Three attempts on the analyst's topic, each with new Correlation Data; the broker's PUBACK said
+    *No matching subscribers* (16) every time: nobody listens there any more. The retry profile
+    exhausted, the coordinator fell back to the card agent, and the desk answered. The routing table
+    recorded why:
+    """),
+    code("""
+    reroutes(doomed.task_id)
+    """),
+    code("""
+    done = coordinator.poll(doomed.task_id, until=states.is_terminal)
+    print("task state:", states.short_name(done["status"]["state"]), "| routed to:", coordinator.routing.target(doomed.task_id))
+    """),
+    md("""
+    ## Step 8. The whole routing table
+
+    Four tasks, the four outcomes of user story 07. The widget, refreshed (its times change on every
+    run):
+    """),
+    code("""
+    view.refresh()
+    view
+    """, IGNORE),
+    md("""
+    The same content as plain tables: one row per task, and every reroute.
+    """),
+    code("""
+    case = {task_id: "story 07", plain.task_id: "no property", twice.task_id: "two handovers",
+            doomed.task_id: "unreachable"}
+    pd.DataFrame([{"case": case[r["task_id"]], "card agent": r["card"], "current agent": r["current"],
+                   "rerouted": r["rerouted"], "reroutes": len(r["reroutes"])} for r in view.rows()])
+    """),
+    code("""
+    pd.DataFrame([{"case": case[r["task_id"]], **{k: m[k] for k in ("cause", "from", "to", "detail")}}
+                  for r in view.rows() for m in r["reroutes"]])
+    """),
+    md("""
+    The user story's checklist, and where you saw each item:
+
+    | SDK requirement | seen in |
+    |---|---|
+    | parse `a2a-responder-agent-id` on any reply or stream message | step 3, step 6 (mid-stream, twice) |
+    | update the routing table: later operations for the Task.id go to the new agent | steps 3-4 |
+    | honour the most recent `a2a-responder-agent-id` | step 6 |
+    | Task.id does not change across handover | steps 4, 6 |
+    | new Correlation Data for follow-ups to the handover target | step 4, step 7 |
+    | failure: responder unreachable → retry profile, then fallback to the card agent | step 7 |
+    | failure: property missing → keep routing to the card agent | step 5 |
+
+    ## Step 9. Clean up
+    """),
+    code("""
+    view.close()
+    tap.close()
+    desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+    """),
+    md("""
+    ## Summary
+    - A card agent may hand a task to another instance; the replies then carry
+      `a2a-responder-agent-id` with that instance's agent id, on any reply or stream message.
+    - The requester's **routing table** maps Task.id → the agent answering now (and keeps the card
+      agent); follow-ups go to that agent's direct request topic, with new Correlation Data and the
+      same Task.id.
+    - No property → no handover. Several → the latest wins.
+    - An unreachable handover target gets the full retry profile; then the requester falls back to the
+      card agent and records the reason.
+    - `routing_table_view(requester)` shows the table per task; `refresh()` (or the button) updates it.
+
+    ## What's next
+    [06 · Recovery](06-recovery.ipynb): the walkthrough's recovery checklist, one live demonstration
+    per line: timeouts, dropped streams, polling, cancelling, and the unreachable analyst again.
+    """),
+]
+
+
+# ================================================================================================
+# 06 · Recovery
+# ================================================================================================
+RECOVERY = [
+    md("""
+    # 06 · Recovery: the coordinator's checklist, live
+
+    Any step of the handoff can break. The walkthrough ends with a checklist: for each observation,
+    one action. This lesson makes each line happen on the real broker and shows the coordinator
+    recovering: a reply that never comes, a stream that stops, a coordinator that can only poll, an
+    analysis that takes too long, and an analyst that is gone.
+
+    ## What you will learn
+    - **timeout**: resend verbatim (same messageId and Task.id, new Correlation Data), and why the
+      agent does not run the work twice;
+    - **dropped stream**: recover with `GetTask` and `SubscribeToTask`, automatically after a stall and
+      by hand after the coordinator lost its connection;
+    - **polling only**: `GetTask` with backoff until the task is terminal;
+    - **past the time limit**: `CancelTask`, then a new task in the same contextId;
+    - **analyst unreachable**: retries, fallback to the card agent with the reason recorded, and what
+      is left when the card agent is gone too.
+
+    ## Time needed
+    About 25 minutes. The notebook runs in about 10 seconds (it waits for real timeouts).
+
+    ## Prerequisites
+    - [04 · Input required](04-input-required.ipynb) (continuing a task) and
+      [05 · Handover](05-handover.ipynb) (routing table, fallback).
+    """),
+    md("""
+    ## Step 1. A retry profile for the classroom
+
+    The profile's *Requester Retry and Timeout Profile* fixes the defaults every requester must
+    implement: 15 s for a first reply, 30 s of stream silence, 3 attempts, backoff 1 / 2 / 4 s with
+    ±20 % jitter. They are right for a real network and far too slow for a lesson, so this coordinator
+    uses much shorter times. The rules that use them are unchanged.
+    """),
+    code("""
+    import threading
+    import time
+
+    import pandas as pd
+
+    import a2a_nb
+    from a2a_nb.agents import Requester, Responder
+    from a2a_nb.agents.requester import RequestTimeout
+    from a2a_nb.mqtt import Session
+    from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
+    from a2a_nb.protocol.errors import A2AError
+    from a2a_nb.protocol.retry import DEFAULT, RetryProfile
+    from a2a_nb.story.cast import TicketDesk
+    from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+    pd.set_option("display.max_colwidth", 90)
+    QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=0.5, max_attempts=3,
+                         backoff_s=(0.05, 0.1, 0.2))
+
+    def describe(p):
+        return {"first-reply timeout": f"{p.reply_first_timeout_s:g} s", "stream idle timeout": f"{p.stream_idle_timeout_s:g} s",
+                "attempts": p.max_attempts, "backoff": " / ".join(f"{b:g}" for b in p.backoff_s) + f" s ±{p.jitter:.0%}",
+                "message expiry": f"{p.message_expiry_s()} s", "give up after (worst case)": f"{p.worst_case_s():.2f} s"}
+
+    pd.DataFrame({"profile default": describe(DEFAULT), "this lesson": describe(QUICK)})
+    """),
+    code("""
+    coordinator = Requester("coordinator", seed=4821, retry=QUICK)
+
+    def attempts_table(attempts):
+        return pd.DataFrame([{"attempt": a.number, "to": topics.parse_topic(a.topic).agent,
+                              "Correlation Data": a.correlation[:16] + "…", "PUBACK": a.reason_code,
+                              "outcome": a.outcome} for a in attempts])
+
+    print(coordinator)
+    """),
+    md("""
+    ## Step 2. "SendMessage timed out; delivery unknown" → resend verbatim
+
+    After a timeout the coordinator cannot know what happened: the request may have been lost, or
+    processed with its reply lost. The rule covers both: publish **the same request again** (same
+    messageId, same Task.id) with **new Correlation Data**, at most `max_attempts` times, and stop at
+    the first correlated reply.
+
+    To make the first attempt fail on purpose, here is an agent written with nothing but a raw MQTT
+    session: it reads requests on its request topic, **ignores the first one** and answers the second
+    with a finished task. It also notes what it received.
+    """),
+    code("""
+    received = []
+    flaky = Session("acme", "support", "flaky-analyst")
+
+    def on_request(msg):
+        request = jsonrpc.parse_request(msg.payload)
+        message = request["params"]["message"]
+        received.append({"request": len(received) + 1, "messageId": message["messageId"],
+                         "Task.id": message["taskId"][:8] + "…",
+                         "Correlation Data": msg.correlation_data.hex()[:16] + "…"})
+        if len(received) == 1:
+            return                                   # lost: no reply for the first attempt
+        task = messages.task(message["taskId"], message["contextId"], messages.task_status(states.COMPLETED))
+        answer = jsonrpc.result_response(request["id"], messages.send_message_result(task))
+        flaky.publish_then(MqttMessage(msg.response_topic, encode_json(answer), correlation_data=msg.correlation_data),
+                           lambda ack: None)
+
+    flaky.subscribe(topics.request_topic("acme", "support", "flaky-analyst"), handler=on_request)
+    print(flaky.client_id, "listens on", topics.request_topic("acme", "support", "flaky-analyst"))
+    """),
+    code("""
+    reply = coordinator.send("flaky-analyst", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+    print("state:", states.short_name(reply.state))
+    attempts_table(reply.attempts)
+    """),
+    md("""
+    What the agent received: the same message twice, told apart only by the Correlation Data.
+    """),
+    code("""
+    pd.DataFrame(received)
+    """),
+    md("""
+    And when the first request *was* processed? Then the agent recognises the resend by its Task.id
+    and messageId and returns the task it already has: the work runs **once**. The ticket desk (no
+    handover this time, and quick) shows it: the same message sent twice, one execution.
+    """),
+    code("""
+    flaky.close()
+    desk = TicketDesk(handover="none", seed=4821, pace=0.01)
+
+    ticket = coordinator.new_message(TICKET_TEXT + "\\n" + REPRO_TEXT, context_id=CONTEXT_ID,
+                                     message_id="coord-tck4821-m2")
+    once = coordinator.send("ticket-desk", message=ticket)
+    again = coordinator.send("ticket-desk", message=ticket)          # verbatim: same dict, same ids
+    print("both completed:        ", once.state == again.state == states.COMPLETED)
+    print("same task, same report:", once.task == again.task)
+    print("analyses run:          ", desk.desk.stats.executions)
+    """),
+    md("""
+    ## Step 3. "Event stream dropped mid-way" → GetTask / SubscribeToTask
+
+    A dropped stream is not a failed task: the agent keeps working. The coordinator asks where the
+    task stands (`GetTask`) and, if it still runs, re-attaches with `SubscribeToTask` on the same
+    Task.id. It never republishes the original request (once a stream item arrived, that is
+    forbidden: rule 7 of the retry profile).
+
+    The agent for this step collects evidence in three chunks and stops at a **gate** after the first
+    one, so we decide when it goes on.
+    """),
+    code("""
+    gate = threading.Event()
+
+    def collect_evidence(ctx):
+        ctx.working("collecting evidence for TCK-4821")
+        ctx.artifact("evidence", [messages.text_part("orders scanned; ")], name="Evidence")
+        gate.wait(10)                                   # ... until the lesson opens the gate
+        ctx.artifact("evidence", [messages.text_part("events scanned; ")], append=True)
+        ctx.artifact("evidence", [messages.text_part("pattern confirmed")], append=True, last_chunk=True)
+        ctx.complete("evidence collected")
+
+    collector = Responder("evidence-collector", collect_evidence)
+    print(collector)
+    """),
+    md("""
+    **A stalled stream.** After the first chunk the stream goes quiet. When nothing arrives for
+    `stream_idle_timeout` (0.5 s here), the stream recovers by itself: `GetTask` (still `working`),
+    then `SubscribeToTask`, whose first item is the task as it is now. We open the gate as soon as
+    we see the recovery.
+    """),
+    code("""
+    ignored_before = coordinator.stats.ignored_unknown_correlation
+    stalled = coordinator.stream("evidence-collector", "Collect the evidence for TCK-4821", context_id=CONTEXT_ID)
+    for event in stalled:
+        print(event, "| Correlation Data:", event.mqtt.correlation_data.hex()[:8] + "…" if event.mqtt else "-")
+        if event.kind == "recovered":
+            gate.set()
+    print()
+    print("recoveries:", stalled.recoveries, "| evidence:", stalled.view.artifacts.text("evidence"))
+    print("items still coming on the old correlation, ignored:",
+          coordinator.stats.ignored_unknown_correlation - ignored_before)
+    """),
+    md("""
+    The subscription has its own Correlation Data. The agent never stopped sending on the old one
+    (nothing told it the coordinator left), and those items were ignored: after recovery, the old
+    correlation is no longer in flight.
+
+    **A lost connection.** Now the coordinator itself goes away mid-stream: its TCP connection is cut
+    (`kill_socket`, as if the network dropped). A new coordinator session comes up with a new reply
+    topic. It knows the Task.id and the routing table (a real coordinator would keep them on disk:
+    `Requester(routes_path=...)`).
+    """),
+    code("""
+    gate.clear()
+    dropped = coordinator.stream("evidence-collector", "Collect the evidence for TCK-4821 again", context_id=CONTEXT_ID)
+    seen = [next(dropped) for _ in range(3)]
+    print("before the drop:", seen)
+
+    lost_task = dropped.task_id
+    coordinator.session.kill_socket()                                   # the network drops
+    coordinator = Requester("coordinator", seed=4822, retry=QUICK, routing=coordinator.routing)
+    print("back with a new reply topic:", coordinator.reply_topic)
+    """),
+    code("""
+    snapshot = coordinator.get_task(lost_task)
+    print("GetTask:", states.short_name(snapshot["status"]["state"]), "| evidence so far:",
+          repr(messages.text_of(snapshot["artifacts"][0])))
+
+    resumed = coordinator.subscribe(lost_task)
+    print(next(resumed), "(the snapshot)")
+    gate.set()
+    for event in resumed:
+        print(event)
+    print()
+    print("evidence:", resumed.view.artifacts.text("evidence"))
+    """),
+    md("""
+    What the agent published for the lost session went to a reply topic nobody listens to any more;
+    the broker said so in each PUBACK (16, *No matching subscribers*):
+    """),
+    code("""
+    for _ in range(100):
+        if collector.runtime.unheard_replies >= 3:
+            break
+        time.sleep(0.01)
+    print("replies nobody heard:", collector.runtime.unheard_replies)
+    """),
+    md("""
+    ## Step 4. "Polling only" → GetTask with backoff until terminal
+
+    A coordinator that cannot hold a stream (or a push endpoint) asks: `GetTask`, wait, ask again,
+    each wait twice the last (here 0.1, 0.2, 0.4 s ..., at most 1 s). `poll` does it; its `until`
+    function sees every state it reads, and this one opens the gate after the third answer.
+    """),
+    code("""
+    gate.clear()
+    ack = coordinator.send("evidence-collector", "Collect the evidence once more", context_id=CONTEXT_ID,
+                           return_immediately=True)
+    print("acknowledged at once:", states.short_name(ack.state))
+
+    polls = []
+
+    def until(state):
+        polls.append((time.time(), states.short_name(state)))
+        if len(polls) == 3:
+            gate.set()
+        return states.is_terminal(state)
+
+    final = coordinator.poll(ack.task_id, until=until, interval_s=0.1, max_interval_s=1.0)
+    print("states read:", [state for _, state in polls])
+    print("final:      ", states.short_name(final["status"]["state"]), "|", messages.text_of(final["artifacts"][0], sep=""))
+    """),
+    md("""
+    The waits between the asks (measured, so they change from run to run):
+    """),
+    code("""
+    print(" ".join(f"{b - a:.2f}s" for (a, _), (b, _) in zip(polls, polls[1:])))
+    """, IGNORE),
+    md("""
+    ## Step 5. "WORKING past the ticket's time limit" → CancelTask, then a new task
+
+    This agent digs through six months of logs unless asked for less. Its handler waits with
+    `ctx.wait(...)`, which wakes up (and stops the work) the moment the task is canceled.
+    """),
+    code("""
+    stopped = threading.Event()
+
+    def dig_logs(ctx):
+        if "last 24 h" in ctx.text:
+            return "no cache errors in the last 24 h since the fix"
+        ctx.working("digging through six months of logs")
+        try:
+            ctx.wait(60)
+        finally:
+            stopped.set()
+
+    digger = Responder("log-digger", dig_logs)
+    slow = coordinator.send("log-digger", "Dig through the logs for TCK-4821", context_id=CONTEXT_ID,
+                            return_immediately=True)
+    limit = coordinator.poll(slow.task_id, until=states.is_terminal, interval_s=0.1, timeout_s=0.3)
+    print("after the 0.3 s time limit:", states.short_name(limit["status"]["state"]))
+    """),
+    code("""
+    canceled = coordinator.cancel_task(slow.task_id)
+    print("CancelTask ->", states.short_name(canceled["status"]["state"]))
+    print("the agent stopped working:", stopped.wait(2))
+    """),
+    md("""
+    A canceled task is terminal: it cannot restart, and cannot be canceled twice.
+    """),
+    code("""
+    for attempt in (lambda: coordinator.continue_task(slow, "only the last 24 h, please"),
+                    lambda: coordinator.cancel_task(slow.task_id)):
+        try:
+            attempt()
+        except A2AError as err:
+            print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
+    """),
+    md("""
+    So the coordinator starts a **new task in the same contextId**, with a request that fits the time
+    limit:
+    """),
+    code("""
+    narrower = coordinator.send("log-digger", "Dig through the logs for TCK-4821, last 24 h only",
+                                context_id=CONTEXT_ID)
+    print("new Task.id:   ", narrower.task_id != slow.task_id)
+    print("same contextId:", narrower.context_id == slow.context_id == CONTEXT_ID)
+    print("state:         ", states.short_name(narrower.state), "|", narrower.text)
+    """),
+    md("""
+    ## Step 6. "Analyst unreachable" → retry, then switch
+
+    The desk of lesson 05's third failure case: its analyst asks for the reproduction steps and then
+    disappears (as in lesson 05, we wait until the broker answers a publish on the analyst's topic
+    with PUBACK 16). The coordinator retries on the analyst's direct topic, falls back to the card
+    agent, and records why.
+    """),
+    code("""
+    desk.stop()
+    desk = TicketDesk(handover="dies", seed=4824)
+
+    question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m3")
+    question.wait()
+    analyst = desk.instances[-1]
+    print("asked by", analyst.agent, "| state:", states.short_name(question.state))
+
+    gone = topics.request_topic("acme", "support", analyst.agent)   # wait until the broker dropped it
+    for _ in range(500):
+        if coordinator.session.publish(MqttMessage(gone, b"", qos=1)).no_subscribers:
+            break
+        time.sleep(0.01)
+
+    ack = coordinator.continue_task(question, REPRO_TEXT, message_id="coord-tck4821-m4", return_immediately=True)
+    attempts_table(ack.attempts)
+    """),
+    code("""
+    pd.DataFrame([r for r in coordinator.routing.history_rows() if r["task_id"] == question.task_id],
+                 columns=["cause", "from", "to", "detail"])
+    """),
+    code("""
+    done = coordinator.poll(question.task_id, until=states.is_terminal)
+    print("task:", states.short_name(done["status"]["state"]), "| finished by the card agent:",
+          coordinator.routing.target(question.task_id).label)
+    """),
+    md("""
+    And if the card agent is gone too? There is nobody left to fall back to: after the full retry
+    profile the coordinator gives up with `RequestTimeout`, and the task *may* still exist somewhere.
+    The walkthrough's last resort is to switch to another agent found by discovery (by skill, as in
+    lesson 01) and to start over in a **new contextId**, recording why the old one was abandoned.
+    """),
+    code("""
+    desk.stop()
+    try:
+        coordinator.get_task(question.task_id)
+    except RequestTimeout as exc:
+        reason = str(exc)
+        print("RequestTimeout:", reason)
+
+    restart = coordinator.new_message(
+        TICKET_TEXT + "\\n" + REPRO_TEXT, context_id="ctx-tck4821-r2", message_id="coord-tck4821-r2-m1",
+        metadata={"previousContextId": CONTEXT_ID, "switchReason": reason})
+    print()
+    print("the next first message:", {k: restart[k] for k in ("messageId", "contextId", "metadata")})
+    """),
+    md("""
+    ## Step 7. The checklist, with what you saw
+
+    The walkthrough's recovery table, with the kit call for each line and the step of this lesson that
+    showed it:
+    """),
+    code("""
+    pd.DataFrame([
+        ("SendMessage timed out; delivery unknown", "resend verbatim (same messageId, Task.id)",
+         "automatic in send / stream (RetryProfile)", "2"),
+        ("event stream dropped mid-way", "GetTask, then SubscribeToTask; ignore the old correlation",
+         "automatic after stream_idle_timeout; get_task + subscribe", "3"),
+        ("polling only", "GetTask with backoff until terminal", "poll(task_id, until=...)", "4"),
+        ("WORKING past the time limit", "CancelTask, new task in the same contextId",
+         "cancel_task, then send(..., context_id=...)", "5"),
+        ("more authorization needed", "AUTH_REQUIRED, delegate upward", "continue_task (like INPUT_REQUIRED)",
+         "lesson 04"),
+        ("analyst unreachable", "retry, fall back to the card agent, then switch agents; record the reason",
+         "automatic fallback; RequestTimeout when none is left", "6"),
+    ], columns=["observation", "action", "in the kit", "step"])
+    """),
+    md("""
+    ## Step 8. Clean up
+    """),
+    code("""
+    collector.stop()
+    digger.stop()
+    desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+    """),
+    md("""
+    ## Summary
+    - A timeout means "delivery unknown": resend the same request (same messageId and Task.id) with
+      new Correlation Data; the agent deduplicates by Task.id, so the work runs once.
+    - A dropped stream is not a failed task: `GetTask`, then `SubscribeToTask` on the same Task.id;
+      never republish the original request; items on an abandoned correlation are ignored.
+    - Without a stream, `GetTask` with exponential backoff until the task is terminal.
+    - A task past its time limit is canceled (`CancelTask`; the agent's `ctx.wait` stops the work);
+      terminal tasks never restart: a new task in the same contextId takes over.
+    - An unreachable analyst gets the retry profile, then the card agent takes the task back, with the
+      reason in the routing table; with nobody left, `RequestTimeout`, and a new contextId elsewhere.
+
+    ## What's next
+    You have followed ticket TCK-4821 from discovery to recovery.
+    [07 · Traffic analysis](07-traffic-analysis.ipynb) replays recordings of the whole story and
+    analyses what crossed the broker. Or go back to [00 · Start here](00-start-here.ipynb) for the list
+    of lessons, and replay any failure here with other timings: every agent in these lessons is a few
+    lines of Python.
+    """),
+]
+
+
 LESSONS: dict[str, list[dict]] = {
     "00-start-here": START_HERE,
     "01-discovery": DISCOVERY,
     "02-send-and-track": SEND_AND_TRACK,
     "03-streaming-and-artifacts": STREAMING,
     "04-input-required": INPUT_REQUIRED,
+    "05-handover": HANDOVER,
+    "06-recovery": RECOVERY,
 }
 
 
