@@ -188,6 +188,9 @@ class Requester:
         self._inflight: dict[bytes, _Call] = {}
         self._lock = threading.Lock()
         self.reply_topic = topics.reply_topic(org, unit, agent, self.ids.reply_suffix())
+        # messageIds must stay unique across restarts (a responder treats a repeated one as a resend);
+        # seeded runs (notebooks, tests) keep their reproducible ids
+        self._message_prefix = agent if self.ids.seed is not None else f"{agent}-{self.ids.uuid4()[:8]}"
         self.session = Session(org, unit, agent, broker=broker)
         # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
         self.session.subscribe(self.reply_topic, handler=self._on_reply)
@@ -289,18 +292,25 @@ class Requester:
             # waits for the first correlated reply; a refused publish ends the wait early (rule 6)
             first = call.next(self.retry.reply_first_timeout_s)
             if first is not None:
-                call.first_at = time.time()
-                att.outcome = "answered"
-                return first
+                return self._answered(call, first)
             if att.outcome == "sent":
                 att.outcome = f"no reply within {self.retry.reply_first_timeout_s:g} s"
             if n < self.retry.max_attempts:
                 call.refused = False
                 late = call.next(self.retry.backoff(n, self.rng))  # a late reply still counts
                 if late is not None:
-                    call.first_at = time.time()
-                    return late
+                    return self._answered(call, late)
         return None
+
+    @staticmethod
+    def _answered(call: _Call, first: MqttMessage) -> MqttMessage:
+        """Mark the attempt whose Correlation Data the first reply echoes (maybe an earlier one)."""
+        call.first_at = time.time()
+        corr = first.correlation_data.hex() if first.correlation_data else None
+        for att in call.attempts:
+            if att.correlation == corr:
+                att.outcome = "answered" if att is call.attempts[-1] else "answered (late)"
+        return first
 
     @staticmethod
     def _silence_reason(call: _Call, target: Address) -> str:
@@ -352,7 +362,7 @@ class Requester:
                     message_id: Optional[str] = None, reference_task_ids=None, metadata=None) -> dict:
         """A user Message with the MQTT binding's ids: a fresh UUIDv4 Task.id for a new task."""
         return messages.user_message(
-            content, message_id=message_id or self.ids.message_id(self.agent),
+            content, message_id=message_id or self.ids.message_id(self._message_prefix),
             task_id=task_id or self.ids.task_id(), context_id=context_id or self.ids.context_id(),
             reference_task_ids=reference_task_ids, metadata=metadata)
 
@@ -520,7 +530,12 @@ class Stream:
 
     def _read(self, msg: MqttMessage) -> Optional[StreamEvent]:
         req = self.requester
-        reroute = req._observe(self.task_id, msg, self.target)
+        try:
+            reroute = req._observe(self.task_id, msg, self.target)
+        except ProtocolError:
+            self.done = True
+            req._release(self._call)
+            raise
         if reroute is not None:
             self.target = reroute.to
         responder = msg.user_property(properties.RESPONDER_AGENT_ID)

@@ -317,7 +317,7 @@ class Responder:
         if immediate:
             self._reply_result(msg, v, rec, messages.send_message_result(rec.task), pooled)
         else:
-            self.runtime.add_listener(task_id, listener, snapshot=stream)
+            self.runtime.add_listener(task_id, listener, snapshot=stream, lazy=True)
         self._execute(task_id, message, listener if not immediate else None)
 
     def _execute(self, task_id: str, message: dict, listener: Optional[Listener]) -> None:

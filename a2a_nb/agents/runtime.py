@@ -50,6 +50,7 @@ class Listener:
     announced: Optional[str] = None  # last a2a-responder-agent-id sent on this path
     seq: int = 0
     closed: bool = False
+    needs_snapshot: bool = False  # a new stream: the Task snapshot goes out just before its first event
 
 
 @dataclass
@@ -120,11 +121,15 @@ class TaskRuntime:
         self.store.put(rec)
         return rec
 
-    def add_listener(self, task_id: str, listener: Listener, snapshot: bool) -> None:
-        """Attach a reply path; a stream listener first gets the Task snapshot when ``snapshot``."""
+    def add_listener(self, task_id: str, listener: Listener, snapshot: bool, lazy: bool = False) -> None:
+        """Attach a reply path; a stream listener first gets the Task snapshot when ``snapshot``:
+        at once, or with ``lazy`` just before the first task event (so a handler that answers with
+        a Message sends that Message as the stream's only item, as A2A requires)."""
         with self.lock:
             rec = self.store.get(task_id)
-            if snapshot and rec is not None:
+            if snapshot and lazy:
+                listener.needs_snapshot = True
+            elif snapshot and rec is not None:
                 self._send(rec, listener, messages.stream_task(trim_history(rec.task, listener.history_length)))
             if rec is not None and listener.kind == BLOCKING and not states.is_active(rec.state):
                 self._send(rec, listener, messages.send_message_result(trim_history(rec.task, listener.history_length)))
@@ -142,6 +147,7 @@ class TaskRuntime:
             rec = self.store.get(task_id)
             if rec is None:
                 raise KeyError(task_id)
+            before = rec.task
             entry = self.entry(task_id)
             if entry.cancel.is_set() and not force:
                 raise TaskCanceled(task_id)
@@ -167,15 +173,21 @@ class TaskRuntime:
                     messages.status_update(task_id, task["contextId"], status)))
             rec = rec.with_task(task, self.clock())
             self.store.put(rec, durable=state is not None or append_history is not None)
-            self._notify(rec, entry, events, skip)
+            self._notify(rec, entry, events, skip, before)
             return rec
 
-    def _notify(self, rec: TaskRecord, entry: _TaskEntry, events: list[dict], skip=()) -> None:
+    def _snapshot_first(self, rec: TaskRecord, listener: Listener, task_before: dict) -> None:
+        if listener.needs_snapshot:
+            listener.needs_snapshot = False
+            self._send(rec, listener, messages.stream_task(trim_history(task_before, listener.history_length)))
+
+    def _notify(self, rec: TaskRecord, entry: _TaskEntry, events: list[dict], skip=(), before=None) -> None:
         final = states.ends_stream(rec.state)
         for listener in list(entry.listeners):
             if listener.kind == STREAM and any(listener is s for s in skip):
                 continue
             if listener.kind == STREAM:
+                self._snapshot_first(rec, listener, before if before is not None else rec.task)
                 for ev in events:
                     self._send(rec, listener, ev)
                 if final:
@@ -196,6 +208,7 @@ class TaskRuntime:
             rec = self.store.get(task_id)
             binary = [l for l in entry.listeners if l.kind == STREAM and l.artifact_mode == properties.MODE_BINARY]
             for listener in binary:
+                self._snapshot_first(rec, listener, rec.task)
                 self._send_raw(rec, listener, data, content_type, artifact_id, seqno, last)
             part = messages.raw_part(data, media_type=content_type)
             event = messages.artifact_update(task_id, rec.task["contextId"], messages.artifact(artifact_id, [part]),

@@ -275,10 +275,13 @@ class EmbeddedBroker:
         with self._lock:
             self._terminate()
 
-    def restart(self) -> None:
-        """Stop and start again on the same port (fault tests: clients must reconnect)."""
+    def restart(self, pause: float = 0.0) -> None:
+        """Stop, stay down ``pause`` seconds, start again on the same port (fault tests: clients
+        must reconnect)."""
         port = self.port
         self.stop()
+        if pause > 0:
+            time.sleep(pause)
         self._requested_port = port
         self.start()
 

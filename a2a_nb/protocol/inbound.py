@@ -162,7 +162,7 @@ def check_message(message: Any) -> dict:
         raise _bad("'message' is required and must be an object")
     if not isinstance(message.get("messageId"), str) or not message["messageId"]:
         raise _bad("message.messageId is required and must be a non-empty string")
-    if message.get("role") not in ROLES:
+    if not isinstance(message.get("role"), str) or message["role"] not in ROLES:
         raise _bad(f"message.role must be one of {sorted(ROLES)}, got {message.get('role')!r}")
     parts = message.get("parts")
     if not isinstance(parts, list) or not parts:

@@ -8,7 +8,7 @@ Requester Retry and Timeout Profile (9). Rules kept here, and only here:
   and unit); the most recent value wins; Task.id never changes;
 * a reply without the property leaves the route as it is (no handover);
 * when the handover target stops answering, the requester falls back to the card agent and the
-  reason is recorded;
+  reason is recorded (not for pooled tasks: they stay with the member that answered);
 * a pooled task is routed to the pool until a responder is known, then to that responder.
 
 Pure data: the caller passes the time; persistence is done by the agents layer from ``rows()``.
@@ -112,9 +112,11 @@ class RoutingTable:
         return self._move(route, new, at, cause, f"a2a-responder-agent-id={responder_agent_id}")
 
     def fall_back(self, task_id: str, at: float, reason: str) -> Optional[Reroute]:
-        """The current target stopped answering: route back to the card agent (or pool)."""
+        """The current target stopped answering: route back to the card agent. Never back to a
+        pool: once its member is known, follow-ups and their retries stay on the member's direct
+        topic (Profile: Requester Retry and Timeout Profile 9); another member would not know the task."""
         route = self.routes.get(task_id)
-        if route is None or route.current == route.card:
+        if route is None or route.current == route.card or route.card.pool is not None:
             return None
         return self._move(route, route.card, at, "fallback", reason)
 

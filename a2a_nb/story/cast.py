@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from ..agents.context import TaskContext
 from ..agents.responder import Responder
@@ -27,6 +27,13 @@ from . import analysis, ticket_data
 log = logging.getLogger(__name__)
 
 HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
+BrokerChoice = Union[str, BrokerEndpoint, None, Callable[[str], BrokerEndpoint]]
+
+
+def broker_for(broker: BrokerChoice, agent: str) -> Union[str, BrokerEndpoint, None]:
+    """``broker`` as given, or, when it is a function ``agent -> BrokerEndpoint`` (a secured broker
+    with one login per agent, e.g. ``SecureBroker.credentials``), the endpoint of ``agent``."""
+    return broker(agent) if callable(broker) else broker
 REPORT_ID = "tck-4821-report"
 
 
@@ -118,7 +125,7 @@ def _steps_from(ctx: TaskContext) -> str:
 class TicketDesk:
     """The card agent plus its spawned analysts, sharing one task runtime (and store)."""
 
-    def __init__(self, *, org: str = "acme", unit: str = "support", broker: Union[str, BrokerEndpoint, None] = None,
+    def __init__(self, *, org: str = "acme", unit: str = "support", broker: BrokerChoice = None,
                  handover: str = "first-reply", store_path: Optional[str] = None, pace: float = 0.05,
                  seed: Optional[int] = None, pool: Optional[str] = None):
         if handover not in HANDOVER_PLANS:
@@ -133,14 +140,14 @@ class TicketDesk:
         self.killed: list[str] = []
         self._lock = threading.Lock()
         self.desk = Responder("ticket-desk", self._desk_handler, org=org, unit=unit, card=desk_card(org, unit),
-                              runtime=self.runtime, broker=broker, ids=self.ids, pool=pool)
+                              runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), ids=self.ids, pool=pool)
 
     def spawn(self) -> Responder:
         """A new analyst instance: its own client ID, no card, the desk's runtime."""
         with self._lock:
             name = f"analyst-{self.ids.uuid4()[:6]}"
             inst = Responder(name, self._analyst_handler, org=self.org, unit=self.unit, runtime=self.runtime,
-                             broker=self.broker, ids=self.ids)
+                             broker=broker_for(self.broker, name), ids=self.ids)
             self.instances.append(inst)
             return inst
 
@@ -184,10 +191,10 @@ class TicketDesk:
 
 
 def analyst_pool(pool: str, members: int = 3, *, org: str = "acme", unit: str = "support",
-                 broker: Union[str, BrokerEndpoint, None] = None, pace: float = 0.05,
+                 broker: BrokerChoice = None, pace: float = 0.05,
                  seed: Optional[int] = None) -> list[Responder]:
     """Pool members consuming ``$share/{group_id}/.../pool/{pool}``, each with its own store."""
     ids = IdSource(seed)
     analyst = Analyst(pace=pace)
     return [Responder(f"analyst-{pool}-{i + 1}", analyst, org=org, unit=unit, pool=pool, pool_slot=(i, members),
-                      broker=broker, ids=ids) for i in range(members)]
+                      broker=broker_for(broker, f"analyst-{pool}-{i + 1}"), ids=ids) for i in range(members)]

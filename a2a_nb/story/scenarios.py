@@ -18,7 +18,7 @@ from ..protocol import messages, states
 from ..protocol.ids import IdSource
 from ..protocol.retry import RetryProfile
 from . import ticket_data
-from .cast import REPORT_ID, TicketDesk, analyst_pool
+from .cast import REPORT_ID, BrokerChoice, TicketDesk, analyst_pool, broker_for
 
 STORY_RETRY = RetryProfile(reply_first_timeout_s=1.0, stream_idle_timeout_s=3.0, max_attempts=3,
                            backoff_s=(0.1, 0.2, 0.4))
@@ -70,7 +70,7 @@ class Narrator:
         self.say(line)
 
 
-def run_scenario(name: str, broker: Optional[str] = None, *, say: Callable[[str], None] = print,
+def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str], None] = print,
                  served: bool = False, pace: float = 0.05, seed: Optional[int] = 4821,
                  retry: RetryProfile = STORY_RETRY) -> ScenarioResult:
     if name not in SCENARIOS:
@@ -89,7 +89,7 @@ def run_scenario(name: str, broker: Optional[str] = None, *, say: Callable[[str]
                 desk = TicketDesk(broker=broker, handover=spec["handover"], pace=pace, seed=seed)
                 stack.callback(desk.stop)
         ids = IdSource(seed)
-        coordinator = Requester("coordinator", broker=broker, retry=retry, ids=ids, seed=seed)
+        coordinator = Requester("coordinator", broker=broker_for(broker, "coordinator"), retry=retry, ids=ids, seed=seed)
         stack.callback(coordinator.close)
         target = f"pool:{pool}" if pool else _discover(broker, step)
         text = TICKET_TEXT + ("\n" + REPRO_TEXT if spec.get("steps_first") else "")
@@ -130,8 +130,8 @@ def run_scenario(name: str, broker: Optional[str] = None, *, say: Callable[[str]
     return result
 
 
-def _discover(broker: Optional[str], step: Narrator) -> str:
-    with Discovery(broker=broker, agent="coordinator-discovery") as disco:
+def _discover(broker: BrokerChoice, step: Narrator) -> str:
+    with Discovery(broker=broker_for(broker, "coordinator-discovery"), agent="coordinator-discovery") as disco:
         deadline = time.time() + 5
         found = []
         while time.time() < deadline and not found:

@@ -443,13 +443,14 @@ def test_subscribe_to_an_unknown_task_is_task_not_found(broker_url, traffic):
     assert req._inflight == {}, "an error reply ends the stream and frees its correlation"
 
 
-def test_message_result_ends_a_stream(broker_url, traffic):
+def test_a_message_answer_is_the_streams_only_item(broker_url, traffic):
+    """A2A: a stream answered with a Message carries that Message alone (no Task snapshot first)."""
     agent = uid("chatty")
     Responder(agent, lambda ctx: ctx.respond(f"just a message: {ctx.text}"), broker=broker_url)
     req = Requester(uid("coord"), broker=broker_url, retry=FAST)
     stream = req.stream(agent, "hi")
     kinds = [e.kind for e in stream]
-    assert kinds == ["task", "message"]
+    assert kinds == ["message"]
     assert stream.view.text == "just a message: hi"
     assert req.get_task(stream.task_id)["status"]["state"] == COMPLETED
 

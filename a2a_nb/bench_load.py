@@ -1,0 +1,217 @@
+"""Load: many concurrent streaming tasks through a desk and a pool of analysts, all at once.
+
+``run_load(url, tasks=200, events=20, pool_members=4)`` starts, on one broker:
+
+* a **desk** (the card agent) that hands every task it receives to one of the pool members
+  (Optional Task Handover: replies then carry ``a2a-responder-agent-id``);
+* a **pool** of ``pool_members`` analysts that share the desk's task runtime and also consume the
+  pool request topic ``$a2a/v1/request/{org}/{unit}/pool/load`` (``$share`` when the broker delivers
+  it on ``$`` topics, else slot claiming: see ``protocol/pools.py``);
+* ``requesters`` requesters (default 4) that together open ``tasks`` SendStreamingMessage streams
+  at the same moment, one thread per task: even tasks go to the desk, odd tasks to the pool.
+
+Each task streams ``events`` artifact chunks (each chunk names its task and its index) and then
+completes. Measured per task, on the requester side:
+
+* ``lost_tasks``: tasks that did not end COMPLETED; ``lost_events``: chunks never delivered on the
+  stream (a stream recovered with GetTask still has them in the task, but they count as lost here);
+* ``cross_talk``: items that reached the wrong stream (another task's id or chunk) or another
+  requester's reply topic (a reply with Correlation Data its requester never sent);
+* latency from the request to the terminal event, and to the first event: p50 / p90 / p99 / max;
+* ``events_per_s``: all stream items of all tasks over the wall time of the run.
+"""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Optional, Union
+
+from .agents.requester import Requester
+from .agents.responder import Responder
+from .agents.runtime import TaskRuntime
+from .mqtt.broker import BrokerEndpoint, resolve
+from .protocol import messages, states
+from .protocol.retry import RetryProfile
+
+LOAD_RETRY = RetryProfile(reply_first_timeout_s=30.0, stream_idle_timeout_s=30.0, max_attempts=2,
+                          backoff_s=(0.5,))
+POOL = "load"
+
+
+def _pct(samples: list[float]) -> dict:
+    if not samples:
+        return {"n": 0}
+    s = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(s[min(len(s) - 1, int(round(q * (len(s) - 1))))] * 1000, 2)
+
+    return {"n": len(s), "p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "max": round(s[-1] * 1000, 2),
+            "mean": round(statistics.fmean(s) * 1000, 2)}
+
+
+class _Load:
+    def __init__(self, endpoint: BrokerEndpoint, tasks: int, events: int, pool_members: int, requesters: int,
+                 org: str, unit: str, timeout_s: float):
+        self.endpoint, self.tasks, self.events = endpoint, tasks, events
+        self.org, self.unit, self.timeout_s = org, unit, timeout_s
+        self.runtime = TaskRuntime()
+        self.members = [Responder(f"analyst-{i + 1}", self._work, org=org, unit=unit, runtime=self.runtime,
+                                  pool=POOL, pool_slot=(i, pool_members), broker=endpoint, workers=8)
+                        for i in range(pool_members)]
+        self._next = 0
+        self._next_lock = threading.Lock()
+        self.desk = Responder("desk", self._desk, org=org, unit=unit, runtime=self.runtime, broker=endpoint,
+                              workers=8)
+        self.requesters = [Requester(f"load-requester-{i + 1}", org=org, unit=unit, broker=endpoint,
+                                     retry=LOAD_RETRY) for i in range(requesters)]
+        self.results: list[dict] = []
+        self._lock = threading.Lock()
+
+    # -- agents ------------------------------------------------------------------------------------
+    def _desk(self, ctx) -> None:
+        with self._next_lock:
+            member = self.members[self._next % len(self.members)]
+            self._next += 1
+        ctx.hand_over(member)
+        self._work(ctx)
+
+    def _work(self, ctx) -> None:
+        n = self.events
+        for i in range(n):
+            ctx.artifact("load", [messages.text_part(f"{ctx.task_id}#{i}")], append=i > 0, last_chunk=i == n - 1)
+        ctx.complete(f"{n} chunks")
+
+    # -- one task (its own thread) -----------------------------------------------------------------
+    def _one(self, k: int, start: threading.Barrier) -> None:
+        req = self.requesters[k % len(self.requesters)]
+        target = "desk" if k % 2 == 0 else f"pool:{POOL}"
+        out = {"k": k, "via": "desk" if k % 2 == 0 else "pool", "state": None, "chunks": set(), "cross_talk": 0,
+               "duplicates": 0, "recoveries": 0, "first": None, "total": None, "error": None, "answered_by": None}
+        try:
+            start.wait(self.timeout_s)
+        except threading.BrokenBarrierError:
+            pass
+        t0 = time.perf_counter()
+        try:
+            stream = req.stream(target, f"load task {k}")
+            task_id = stream.task_id
+            for ev in stream:
+                if out["first"] is None:
+                    out["first"] = time.perf_counter() - t0
+                if ev.responder:
+                    out["answered_by"] = ev.responder
+                if ev.kind == "artifactUpdate":
+                    if ev.data.get("taskId") != task_id:
+                        out["cross_talk"] += 1
+                        continue
+                    for part in ev.data["artifact"]["parts"]:
+                        owner, _, idx = part.get("text", "").partition("#")
+                        if owner != task_id:
+                            out["cross_talk"] += 1
+                        elif idx in out["chunks"]:
+                            out["duplicates"] += 1
+                        else:
+                            out["chunks"].add(idx)
+                elif ev.kind in ("statusUpdate", "task") and ev.data.get("taskId", ev.data.get("id")) != task_id:
+                    out["cross_talk"] += 1
+            out["total"] = time.perf_counter() - t0
+            out["state"] = stream.state
+            out["recoveries"] = stream.recoveries
+        except Exception as exc:  # noqa: BLE001 - a failed task is a lost task, reported in the result
+            out["error"] = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            self.results.append(out)
+
+    def run(self) -> dict:
+        start = threading.Barrier(self.tasks + 1)
+        threads = [threading.Thread(target=self._one, args=(k, start), name=f"load-{k}", daemon=True)
+                   for k in range(self.tasks)]
+        for t in threads:
+            t.start()
+        start.wait(self.timeout_s)
+        t0 = time.perf_counter()
+        deadline = time.monotonic() + self.timeout_s
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        wall = time.perf_counter() - t0
+        with self._lock:
+            results = list(self.results)
+        return self._summary(results, wall)
+
+    def _summary(self, results: list[dict], wall: float) -> dict:
+        done = [r for r in results if r["state"] == states.COMPLETED]
+        lost_events = sum(self.events - len(r["chunks"]) for r in results) + (self.tasks - len(results)) * self.events
+        unknown = sum(q.stats.ignored_unknown_correlation + q.stats.ignored_missing_correlation for q in self.requesters)
+        handled = Counter(r["answered_by"] or ("desk" if r["via"] == "desk" else "?") for r in done)
+        items = sum(len(r["chunks"]) for r in results) + 2 * len(done)  # + snapshot and final status
+        return {
+            "tasks": self.tasks,
+            "events_per_task": self.events,
+            "pool_members": len(self.members),
+            "requesters": len(self.requesters),
+            "completed": len(done),
+            "lost_tasks": self.tasks - len(done),
+            "lost_events": lost_events,
+            "cross_talk": sum(r["cross_talk"] for r in results) + unknown,
+            "duplicates": sum(r["duplicates"] for r in results),
+            "recovered_streams": sum(1 for r in results if r["recoveries"]),
+            "errors": sorted({r["error"] for r in results if r["error"]})[:5],
+            "wall_s": round(wall, 3),
+            "events_per_s": round(items / wall, 1) if wall > 0 else None,
+            "latency_ms": _pct([r["total"] for r in done]),
+            "first_event_ms": _pct([r["first"] for r in results if r["first"] is not None]),
+            "via": dict(Counter(r["via"] for r in results)),
+            "answered_by": dict(sorted(handled.items())),
+            "pool_mode": self.members[0].pool_mode if self.members else None,
+            "executions": sum(a.stats.executions for a in [self.desk, *self.members]),
+        }
+
+    def close(self) -> None:
+        for q in self.requesters:
+            q.close()
+        for a in [self.desk, *self.members]:
+            a.stop()
+
+
+def run_load(url: Union[str, BrokerEndpoint, None] = None, tasks: int = 200, events: int = 20,
+             pool_members: int = 4, *, requesters: int = 4, org: str = "load",
+             unit: Optional[str] = None, timeout_s: float = 120.0) -> dict:
+    """Run ``tasks`` concurrent streams of ``events`` chunks each through a desk and a pool of
+    ``pool_members`` analysts; return the measurements (see the module docstring).
+
+    ``unit`` defaults to a fresh one, so a run never meets another run's agents on a shared broker.
+    """
+    if tasks < 1 or events < 1 or pool_members < 1 or requesters < 1:
+        raise ValueError("tasks, events, pool_members and requesters must all be >= 1")
+    endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
+    load = _Load(endpoint, tasks, events, pool_members, requesters, org, unit or f"run-{uuid.uuid4().hex[:8]}",
+                 timeout_s)
+    try:
+        return load.run()
+    finally:
+        load.close()
+
+
+def format_load(result: dict) -> str:
+    """A few lines for a terminal."""
+    lat, first = result["latency_ms"], result["first_event_ms"]
+    return "\n".join([
+        f"load: {result['tasks']} concurrent tasks x {result['events_per_task']} stream events, desk + pool of "
+        f"{result['pool_members']} ({result['pool_mode']}), {result['requesters']} requesters",
+        f"  completed {result['completed']}/{result['tasks']}, lost tasks {result['lost_tasks']}, lost events "
+        f"{result['lost_events']}, cross-talk {result['cross_talk']}, recovered streams {result['recovered_streams']}",
+        f"  task latency ms: p50 {lat.get('p50')}  p90 {lat.get('p90')}  p99 {lat.get('p99')}  max {lat.get('max')}",
+        f"  first event ms:  p50 {first.get('p50')}  p90 {first.get('p90')}  p99 {first.get('p99')}",
+        f"  {result['events_per_s']} stream items/s over {result['wall_s']} s",
+    ])
+
+
+if __name__ == "__main__":  # pragma: no cover - manual runs
+    import json
+    import sys
+
+    print(json.dumps(run_load(sys.argv[1] if len(sys.argv) > 1 else None), indent=1))
