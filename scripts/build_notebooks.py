@@ -218,6 +218,11 @@ START_HERE = [
     | **00 · Start here** (this one) | the broker, the cast, the topics |
     | [01 · Discovery](01-discovery.ipynb) | the coordinator finds the ticket desk by a skill tag in its retained Agent Card, and watches agents go offline and online |
     | [02 · Send and track](02-send-and-track.ipynb) | it sends ticket TCK-4821, the analyst asks for reproduction steps (INPUT_REQUIRED), the coordinator answers on the same task and follows it with GetTask to COMPLETED |
+    | [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) | the report arrives event by event, chunk by chunk, assembled by artifactId; binary chunks |
+    | [04 · Input required](04-input-required.ipynb) | the pause for reproduction steps, answered on the same task; a new turn in the same context |
+    | [05 · Handover](05-handover.ipynb) | the desk hands the task to a spawned analyst; the routing table follows `a2a-responder-agent-id`; its three failure cases |
+    | [06 · Recovery](06-recovery.ipynb) | timeouts, dropped streams, polling, cancel past the time limit, an unreachable analyst |
+    | [07 · Traffic analysis](07-traffic-analysis.ipynb) | the whole story's recording in pandas, charts, a sequence diagram, profile checks, a step-through player |
 
     Every lesson has the same frame: *What you will learn*, *Time needed*, *Prerequisites*, numbered
     steps, a *Summary* and *What's next*. Each one starts the agents it needs and stops them at the
@@ -845,9 +850,9 @@ SEND_AND_TRACK = [
       a task to a terminal state; the report is an Artifact, the conclusion the status message.
 
     ## What's next
-    Streaming is next in the story: the same ticket with `SendStreamingMessage`, where every status
-    change and every report chunk arrives as its own event (the send form above already shows it;
-    tick *stream*). Go back to [00 · Start here](00-start-here.ipynb) for the list of lessons.
+    [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb): the same ticket with
+    `SendStreamingMessage`, where every status change and every report chunk arrives as its own event
+    (the send form above already shows it; tick *stream*).
     """),
 ]
 
@@ -2244,6 +2249,9 @@ RECOVERY = [
 ]
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson_07_cells import NAME as TRAFFIC_ANALYSIS_NAME, cells as traffic_analysis_cells  # noqa: E402
+
 LESSONS: dict[str, list[dict]] = {
     "00-start-here": START_HERE,
     "01-discovery": DISCOVERY,
@@ -2252,6 +2260,7 @@ LESSONS: dict[str, list[dict]] = {
     "04-input-required": INPUT_REQUIRED,
     "05-handover": HANDOVER,
     "06-recovery": RECOVERY,
+    TRAFFIC_ANALYSIS_NAME: traffic_analysis_cells(md, code, IGNORE),
 }
 
 

@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -164,6 +165,7 @@ class EmbeddedBroker:
         self._workdir_arg = workdir
         self.workdir: Optional[Path] = None
         self._proc: Optional[subprocess.Popen] = None
+        self._watchdog: Optional[subprocess.Popen] = None
         self._lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -212,6 +214,7 @@ class EmbeddedBroker:
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        self._watchdog = _watchdog(self._proc.pid)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -286,6 +289,12 @@ class EmbeddedBroker:
         self.start()
 
     def _terminate(self) -> None:
+        watchdog, self._watchdog = getattr(self, "_watchdog", None), None
+        if watchdog is not None:
+            watchdog.kill()
+            watchdog.wait(timeout=5)
+            if watchdog.stdin:
+                watchdog.stdin.close()
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
@@ -307,6 +316,17 @@ class EmbeddedBroker:
     def __repr__(self) -> str:
         state = f"running at {self.url}" if self.running else "stopped"
         return f"<EmbeddedBroker {state}>"
+
+
+def _watchdog(pid: int) -> Optional[subprocess.Popen]:
+    """A tiny ``sh`` that stops the broker when this process dies, however it dies: it waits on a
+    pipe only we hold, and the kernel closes it with us (a SIGKILLed notebook kernel runs no
+    ``atexit``; the kernel's parent-death signal would not do, as Mosquitto drops root privileges)."""
+    try:
+        return subprocess.Popen(["sh", "-c", f"read _; kill -TERM {pid} 2>/dev/null"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return None
 
 
 def _make_writable_after_privilege_drop(path: Path) -> None:

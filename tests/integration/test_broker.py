@@ -115,3 +115,16 @@ def test_restart_keeps_the_port(private_broker):
     port = private_broker.port
     private_broker.restart()
     assert private_broker.port == port and port_accepts("127.0.0.1", port)
+
+
+def test_broker_stops_when_the_process_that_started_it_is_killed(tmp_path):
+    """A SIGKILLed notebook kernel runs no atexit: the watchdog still stops its Mosquitto."""
+    script = tmp_path / "orphan.py"
+    script.write_text("import os\nfrom a2a_nb.mqtt.broker import EmbeddedBroker\n"
+                      "b = EmbeddedBroker().start()\nprint(b.port, flush=True)\nos.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
+    port = int(out.stdout.split()[0])
+    deadline = time.time() + 5
+    while port_accepts("127.0.0.1", port) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not port_accepts("127.0.0.1", port)
