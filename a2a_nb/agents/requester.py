@@ -170,6 +170,7 @@ class Requester:
         routing: Optional[RoutingTable] = None,
         routes_path: Optional[str] = None,
         token: Optional[str] = None,
+        allow_token_without_tls: bool = False,
         seed: Optional[int] = None,
     ):
         self.org, self.unit, self.agent = org, unit, agent
@@ -177,6 +178,7 @@ class Requester:
         self.ids = ids or IdSource(seed)
         self.rng = random.Random(seed)
         self.token = token
+        self.allow_token_without_tls = allow_token_without_tls
         self.stats = RequesterStats()
         self._route_store = None
         if routes_path is not None:
@@ -192,6 +194,12 @@ class Requester:
         # seeded runs (notebooks, tests) keep their reproducible ids
         self._message_prefix = agent if self.ids.seed is not None else f"{agent}-{self.ids.uuid4()[:8]}"
         self.session = Session(org, unit, agent, broker=broker)
+        if token and not self.session.endpoint.tls and not allow_token_without_tls:
+            self.session.close()
+            raise ValueError(
+                "a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT User Properties 5): "
+                f"use an mqtts:// broker instead of {self.session.endpoint.url} "
+                "(allow_token_without_tls=True exists only to show a responder refusing it)")
         # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
         self.session.subscribe(self.reply_topic, handler=self._on_reply)
 

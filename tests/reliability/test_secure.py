@@ -351,7 +351,10 @@ def test_tokens_on_a_connection_without_tls_are_refused(broker_url, issuer):
     responder = Responder(desk, lambda ctx: ctx.complete("should not run"), broker=broker_url, auth=policy)
     assert not responder.session.endpoint.tls
     token = issuer.token(f"{ORG}/{UNIT}/{desk}", [SCOPE])
-    requester = Requester(uid("coordinator"), broker=broker_url, token=token, retry=FAST)
+    with pytest.raises(ValueError, match="TLS"):
+        Requester(uid("coordinator"), broker=broker_url, token=token, retry=FAST)
+    requester = Requester(uid("coordinator"), broker=broker_url, token=token, retry=FAST,
+                          allow_token_without_tls=True)
     with pytest.raises(A2AError) as info:
         requester.send(desk, "over plain MQTT")
     assert auth_reason(info.value) == UNAUTHENTICATED and "TLS" in info.value.message
