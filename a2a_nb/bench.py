@@ -6,15 +6,16 @@ Ratios, not absolute times, are what the targets speak of: the kit's SendMessage
 """
 from __future__ import annotations
 
-import json
 import time
 from typing import Callable, Optional
 
 from .agents.requester import Requester
+from .bench_load import format_load, run_load
 from .agents.responder import Responder
 from .mqtt import raw_floor
 from .mqtt.broker import BrokerEndpoint, resolve
 from .protocol.retry import RetryProfile
+from .traffic import bench as traffic_bench
 
 BENCH_RETRY = RetryProfile(reply_first_timeout_s=5, stream_idle_timeout_s=10)
 
@@ -69,7 +70,7 @@ def _median_run(runs: list[dict], key: str) -> dict:
     return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
 
 
-def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: int = 3,
+def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: int = 3, load_tasks: int = 200,
         say: Callable[[str], None] = print) -> dict:
     ep = resolve(url)
     url = ep.url_with_secret
@@ -91,15 +92,16 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     results["stream_ratio"] = sratio
     say(f"raw paho publish loop      {results['raw_stream']['per_s']:,.0f} msg/s")
     say(f"kit stream events          {results['kit_stream']['per_s']:,.0f} events/s  ({sratio:.2f}× raw; target ≥ 0.7×)")
-    try:
-        from .traffic import bench as traffic_bench
-    except ImportError:
-        traffic_bench = None
-    if traffic_bench is not None:
-        results["recorder"] = traffic_bench.bench_recorder(url)
-        say(f"recorder                   {json.dumps(results['recorder'])}")
-        results["load_traffic"] = traffic_bench.bench_load_traffic()
-        say(f"load_traffic               {json.dumps(results['load_traffic'])}")
+    rec = results["recorder"] = traffic_bench.bench_recorder(url)
+    say(f"recorder at full speed     {rec['received']:,} of {rec['n']:,} recorded, {rec['lost']} lost, "
+        f"{rec['end_to_end_rate']:,} msg/s end to end (target: 0 lost)")
+    lt = results["load_traffic"] = traffic_bench.bench_load_traffic()
+    say(f"load_traffic               {lt['msgs_per_s']:,.0f} messages/s into the DataFrame "
+        f"(target ≥ 200,000); 1,000,000 messages in {lt['million_seconds']:.1f} s")
+    if load_tasks:
+        load = results["load"] = run_load(url, tasks=load_tasks, events=20, pool_members=4)
+        say(format_load(load))
     results["targets_met"] = {"send_ratio": ratio <= 1.5, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
-                              "stream_ratio": sratio >= 0.7}
+                              "stream_ratio": sratio >= 0.7, "recorder_lost_0": rec["lost"] == 0,
+                              "load_traffic_200k": lt["msgs_per_s"] >= 200_000}
     return results

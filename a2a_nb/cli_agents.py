@@ -46,6 +46,8 @@ def add_parsers(sub) -> None:
     b.add_argument("-n", type=int, default=1000, help="round trips (default 1000)")
     b.add_argument("--stream-n", type=int, default=5000, help="stream events (default 5000)")
     b.add_argument("--rounds", type=int, default=3, help="interleaved raw/kit rounds; medians reported (default 3)")
+    b.add_argument("--load-tasks", type=int, default=200,
+                   help="concurrent tasks × 20 stream events through a desk and a pool of 4 (0 = skip; default 200)")
     b.add_argument("--broker", default=None)
 
     try:
@@ -191,7 +193,7 @@ def _save_charts(recorder, folder: str) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
 
-    results = bench.run(args.broker, n=args.n, stream_n=args.stream_n, rounds=args.rounds,
+    results = bench.run(args.broker, n=args.n, stream_n=args.stream_n, rounds=args.rounds, load_tasks=args.load_tasks,
                         say=(lambda s: None) if args.json else print)
     if args.json:
         print(json.dumps(results, indent=2))
