@@ -380,12 +380,6 @@ class Responder:
         self._reply_result(msg, v, None, result, pooled)
 
     # -- replies ---------------------------------------------------------------------------------------
-    def _reply_props(self, rec, pooled: bool) -> tuple:
-        owner = rec.owner if rec is not None else self.agent
-        if pooled or owner != self.agent:
-            return ((properties.RESPONDER_AGENT_ID, owner if owner in self.runtime.agents else self.agent),)
-        return ()
-
     def _publisher(self, rec) -> "Responder":
         if rec is not None and rec.owner in self.runtime.agents:
             return self.runtime.agents[rec.owner]
@@ -393,11 +387,12 @@ class Responder:
 
     def _reply_result(self, msg: MqttMessage, v: inbound.Accepted, rec, result, pooled: bool) -> None:
         payload = jsonrpc.result_response(v.request_id, result)
-        self.runtime.reply_once(self._publisher(rec), msg.response_topic, msg.correlation_data, payload,
-                                self._reply_props(rec, pooled))
+        publisher = self._publisher(rec)
+        self.runtime.reply_once(publisher, msg.response_topic, msg.correlation_data, payload,
+                                properties.responder_id(publisher.agent, self.agent, pooled))
 
     def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
         self.stats.errors += 1
-        extra = ((properties.RESPONDER_AGENT_ID, self.agent),) if pooled else ()
+        extra = properties.responder_id(self.agent, self.agent, pooled)
         self.runtime.reply_once(self, msg.response_topic, msg.correlation_data,
                                 jsonrpc.error_response(request_id, err), extra)

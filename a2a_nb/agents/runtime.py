@@ -222,11 +222,9 @@ class TaskRuntime:
         return self.agents.get(listener.received_by)
 
     def reply_properties(self, rec: Optional[TaskRecord], listener: Listener, publisher: "Responder") -> list:
-        props: list[tuple[str, str]] = []
-        me = publisher.agent
-        if listener.pooled or me != listener.received_by or (listener.announced and listener.announced != me):
-            props.append((properties.RESPONDER_AGENT_ID, me))
-            listener.announced = me
+        props = list(properties.responder_id(publisher.agent, listener.received_by, listener.pooled, listener.announced))
+        if props:
+            listener.announced = publisher.agent
         if listener.artifact_mode is not None:
             props.append((properties.ARTIFACT_MODE, listener.artifact_mode))
         return props

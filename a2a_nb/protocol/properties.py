@@ -165,3 +165,15 @@ def chunk_properties(
     if context_id is not None:
         props.append((CONTEXT_ID, context_id))
     return tuple(props)
+
+
+def responder_id(publisher: str, addressed: str, pooled: bool, announced: Optional[str] = None) -> UserProperties:
+    """The ``a2a-responder-agent-id`` a reply or stream item carries, if any.
+
+    Pooled replies always name their concrete responder (Profile: Optional Shared Subscription
+    Dispatch 10). A reply from another agent than the one addressed is a handover (Optional Task
+    Handover); once a reply path has been told who answers, every later change is told too.
+    """
+    if pooled or publisher != addressed or (announced is not None and announced != publisher):
+        return ((RESPONDER_AGENT_ID, publisher),)
+    return ()

@@ -69,3 +69,14 @@ def test_chunk_properties_are_strings():
     with pytest.raises(ValueError):
         P.chunk_properties("t1", "a1", -1, False)
     assert P.get((("k", "1"), ("k", "2")), "k") == "2"
+
+
+def test_responder_id_rule():
+    from a2a_nb.protocol.properties import RESPONDER_AGENT_ID, responder_id
+
+    assert responder_id("desk", "desk", pooled=False) == ()
+    assert responder_id("member-2", "member-2", pooled=True) == ((RESPONDER_AGENT_ID, "member-2"),)
+    assert responder_id("analyst-1", "desk", pooled=False) == ((RESPONDER_AGENT_ID, "analyst-1"),)
+    # once a path was told "analyst-1", a reply from the desk again must say so too
+    assert responder_id("desk", "desk", pooled=False, announced="analyst-1") == ((RESPONDER_AGENT_ID, "desk"),)
+    assert responder_id("analyst-1", "desk", pooled=False, announced="analyst-1") == ((RESPONDER_AGENT_ID, "analyst-1"),)
