@@ -381,7 +381,9 @@ def cells(md, code, IGNORE) -> list:
         Record your own traffic: run `python -m a2a_nb record --out my-run.jsonl` in a terminal (or
         `with Recorder(path="my-run.jsonl"):` in a cell) while you work through a lesson, then load
         it here instead of `full.jsonl`, and lint it. `python -m a2a_nb story --scenario full
-        --record story.jsonl` replays the whole story live against your broker. Back to
+        --record story.jsonl` replays the whole story live against your broker.
+        [08 · Security](08-security.ipynb) locks the broker down (TLS, a password per agent, topic
+        ACLs) and makes the desk demand a bearer token on every request. Back to
         [00 · Start here](00-start-here.ipynb) for the list of lessons.
         """),
     ]

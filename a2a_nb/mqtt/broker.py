@@ -55,6 +55,7 @@ class BrokerEndpoint:
     password: Optional[str] = None
     ca_file: Optional[str] = None
     inflight: int = 20
+    username_is_client_id: bool = False  # the broker renames clients after their login (secure broker)
 
     @classmethod
     def from_url(cls, url: str) -> "BrokerEndpoint":
@@ -166,6 +167,7 @@ class EmbeddedBroker:
         self.workdir: Optional[Path] = None
         self._proc: Optional[subprocess.Popen] = None
         self._watchdog: Optional[subprocess.Popen] = None
+        self.owned_paths: list[Path] = []  # temp folders this broker made; removed by stop()
         self._lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -173,32 +175,46 @@ class EmbeddedBroker:
         with self._lock:
             if self.running:
                 return self
-            binary = find_mosquitto()
-            self.workdir = Path(self._workdir_arg or tempfile.mkdtemp(prefix="a2a-nb-broker-"))
-            self.workdir.mkdir(parents=True, exist_ok=True)
-            _make_writable_after_privilege_drop(self.workdir)
-            attempts = 1 if self._requested_port else 5
-            last_error = ""
-            for _ in range(attempts):
-                port = self._requested_port or free_port(self.host)
-                if self._requested_port and port_accepts(self.host, port):
-                    raise BrokerError(
-                        f"port {port} on {self.host} is already in use (another broker?): pick another "
-                        "port with --port, or leave it out to use a free one"
-                    )
-                started, last_error = self._launch(binary, port)
-                if started:
-                    self.port = port
-                    atexit.register(self.stop)
-                    return self
-                if "Address already in use" not in last_error:
-                    break
-            if "Address already in use" in last_error:
+            try:
+                return self._start_locked()
+            except BrokerError:
+                paths, self.owned_paths = self.owned_paths, []
+                for path in paths:
+                    shutil.rmtree(path, ignore_errors=True)
+                raise
+
+    def _start_locked(self) -> "EmbeddedBroker":
+        """The start-up steps; runs under ``self._lock``."""
+        binary = find_mosquitto()
+        if self._workdir_arg:
+            self.workdir = Path(self._workdir_arg)
+        else:
+            self.workdir = Path(tempfile.mkdtemp(prefix="a2a-nb-broker-"))
+            self.owned_paths.append(self.workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        _make_writable_after_privilege_drop(self.workdir)
+        attempts = 1 if self._requested_port else 5
+        last_error = ""
+        for _ in range(attempts):
+            port = self._requested_port or free_port(self.host)
+            if self._requested_port and port_accepts(self.host, port):
                 raise BrokerError(
-                    f"port {self._requested_port or port} is already in use: pick another port with --port, "
-                    "or leave it out to use a free one"
+                    f"port {port} on {self.host} is already in use (another broker?): pick another "
+                    "port with --port, or leave it out to use a free one"
                 )
-            raise BrokerError(f"mosquitto did not start: {last_error.strip() or 'no log output'}")
+            started, last_error = self._launch(binary, port)
+            if started:
+                self.port = port
+                atexit.register(self.stop)
+                return self
+            if "Address already in use" not in last_error:
+                break
+        if "Address already in use" in last_error:
+            raise BrokerError(
+                f"port {self._requested_port or port} is already in use: pick another port with --port, "
+                "or leave it out to use a free one"
+            )
+        raise BrokerError(f"mosquitto did not start: {last_error.strip() or 'no log output'}")
 
     def _launch(self, binary: str, port: int) -> tuple[bool, str]:
         assert self.workdir is not None
@@ -275,14 +291,20 @@ class EmbeddedBroker:
         return path.read_text(errors="replace") if path and path.exists() else ""
 
     def stop(self) -> None:
+        """Stop the broker and remove the temp folders it made (its config, log, and for the secure
+        variant its keys and passwords: nothing is left behind in /tmp)."""
         with self._lock:
             self._terminate()
+            paths, self.owned_paths = self.owned_paths, []
+        for path in paths:
+            shutil.rmtree(path, ignore_errors=True)
 
     def restart(self, pause: float = 0.0) -> None:
         """Stop, stay down ``pause`` seconds, start again on the same port (fault tests: clients
         must reconnect)."""
         port = self.port
-        self.stop()
+        with self._lock:
+            self._terminate()
         if pause > 0:
             time.sleep(pause)
         self._requested_port = port

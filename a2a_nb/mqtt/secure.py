@@ -58,6 +58,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Union
 
@@ -264,6 +265,8 @@ class SecureBroker(EmbeddedBroker):
                          listener_options="", extra_config="")
         self.org, self.unit = org, unit
         self.folder = folder
+        if workdir is None:
+            self.owned_paths.append(folder)
         self._creds_lock = threading.RLock()
         self._passwords: dict[str, str] = {}
         self._pools: dict[str, list[str]] = {}
@@ -327,7 +330,7 @@ class SecureBroker(EmbeddedBroker):
                 if self.running:
                     self.reload()
             password = self._passwords[user]
-        return self.endpoint.with_credentials(user, password)
+        return replace(self.endpoint.with_credentials(user, password), username_is_client_id=True)
 
     def credentials_for(self) -> Callable[[str], BrokerEndpoint]:
         """``agent -> BrokerEndpoint``: what to hand to code that starts agents by name."""

@@ -186,6 +186,11 @@ class Session:
 
     def connect(self, timeout: float = 10.0) -> "Session":
         """Connect and wait for CONNACK; replaces any live session with the same client ID."""
+        if self.endpoint.username_is_client_id and self.endpoint.username != self.client_id:
+            raise SessionError(
+                f"{self.client_id} would log in as {self.endpoint.username}: this broker renames every client "
+                "after its login, so its ACL would not let it read its own topics. Use the credentials made "
+                f"for this agent (broker.credentials({self.agent!r})).")
         with _registry_lock:
             old = _registry.get(self.client_id)
             _registry[self.client_id] = self

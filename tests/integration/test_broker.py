@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -12,6 +13,15 @@ import pytest
 from a2a_nb.mqtt import broker as broker_mod
 from a2a_nb.mqtt.broker import BrokerEndpoint, BrokerError, EmbeddedBroker, port_accepts
 from a2a_nb.mqtt.session import Session
+
+
+def test_stop_removes_the_brokers_temp_folder():
+    b = EmbeddedBroker().start()
+    folder = b.workdir
+    b.restart()
+    assert b.running and b.workdir.exists()
+    b.stop()
+    assert not folder.exists() and not b.workdir.exists()
 
 
 def test_embedded_broker_starts_accepts_v5_and_stops():
@@ -121,9 +131,11 @@ def test_broker_stops_when_the_process_that_started_it_is_killed(tmp_path):
     """A SIGKILLed notebook kernel runs no atexit: the watchdog still stops its Mosquitto."""
     script = tmp_path / "orphan.py"
     script.write_text("import os\nfrom a2a_nb.mqtt.broker import EmbeddedBroker\n"
-                      "b = EmbeddedBroker().start()\nprint(b.port, flush=True)\nos.kill(os.getpid(), 9)\n")
+                      "b = EmbeddedBroker().start()\nprint(b.port, b.workdir, flush=True)\nos.kill(os.getpid(), 9)\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
-    port = int(out.stdout.split()[0])
+    port, workdir = out.stdout.split()
+    port = int(port)
+    shutil.rmtree(workdir, ignore_errors=True)  # a SIGKILLed process cannot tidy up its temp folder
     deadline = time.time() + 5
     while port_accepts("127.0.0.1", port) and time.time() < deadline:
         time.sleep(0.05)

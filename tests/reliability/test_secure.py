@@ -149,10 +149,11 @@ def test_password_file_in_python_works_with_mosquitto(tmp_path):
         # accounts made after the start: the broker reloads its files
         with Session(ORG, UNIT, "late-joiner", broker=broker.credentials("late-joiner")) as s:
             assert s.connected and broker.reloads == 1
+        mosq_line = (broker.files["passwd"]).read_text().splitlines()[0]
+        assert mosq_line.split(":", 1)[1].startswith("$7$")
     finally:
         broker.stop()
-    mosq_line = (broker.files["passwd"]).read_text().splitlines()[0]
-    assert mosq_line.split(":", 1)[1].startswith("$7$")
+    assert not broker.folder.exists()  # keys and passwords do not outlive the broker
 
 
 def test_acl_text_names_identity_patterns():
@@ -400,3 +401,8 @@ def test_cli_broker_secure_prints_the_mqtts_url_first():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_an_agent_using_another_agents_login_is_told_so(secure_broker):
+    with pytest.raises(SessionError, match="credentials"):
+        Session(ORG, UNIT, "mallory", broker=secure_broker.credentials("echo"))
