@@ -1628,7 +1628,9 @@ HANDOVER = [
     packet = handover.mqtt
     print("published on:     ", packet.topic)
     print("Correlation Data: ", packet.correlation_data.hex()[:16] + "…", "(the request's)")
-    print("Task.id echoed:   ", handover.data["taskId"] == task_id)
+    echoed = handover.data.get("taskId") or handover.data.get("id")  # an event's taskId, a Task's id
+    print("item:             ", handover.kind)
+    print("Task.id echoed:   ", echoed == task_id)
     print("user properties:  ", packet.user_properties)
     """),
     md("""
@@ -2726,18 +2728,15 @@ SECURITY = [
 
     Stop the agents, the recorder and the discovery, close every MQTT session, and stop the secured
     broker. Its folder holds the CA's private key and every agent's password (`credentials.json`):
-    delete it once the broker is gone.
+    `stop()` deletes it with the broker.
     """),
     code("""
-    import shutil
-
     recorder.stop()
     disco.close()
     desk.stop()
     plain_desk.stop()
     print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
     broker.stop()
-    shutil.rmtree(broker.folder)
     print("secured broker running:", broker.running, "| its folder exists:", broker.folder.exists())
     """),
     md("""
