@@ -347,12 +347,13 @@ class Responder:
         entry = self.runtime.entry(ctx.task_id)
         with self.runtime.lock:
             waiting = [l for l in entry.listeners if not l.closed]
-            rec = self.runtime.get(ctx.task_id)
+            entry.listeners = []
+            # store first, publish last: the requester's reply then never waits for this thread's
+            # bookkeeping to let go of the interpreter lock
+            rec = self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
             for l in waiting:
                 self.runtime._send(rec, l, messages.send_message_result(ctx.response_message))
                 l.closed = True
-            entry.listeners = []
-            self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
 
     def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
         task_id = v.params["id"]
