@@ -188,6 +188,7 @@ class Requester:
             routing = self._route_store.load()
         self.routing = routing or RoutingTable()
         self._inflight: dict[bytes, _Call] = {}
+        self._addresses: dict[str, Address] = {}
         self._lock = threading.Lock()
         self.reply_topic = topics.reply_topic(org, unit, agent, self.ids.reply_suffix())
         # messageIds must stay unique across restarts (a responder treats a repeated one as a resend);
@@ -224,9 +225,12 @@ class Requester:
         """``"ticket-desk"`` → that agent; ``"pool:analysts"`` → that pool; an Address as is."""
         if isinstance(to, Address):
             return to
-        if to.startswith("pool:"):
-            return Address(self.org, self.unit, pool=to[5:])
-        return Address(self.org, self.unit, agent=to)
+        found = self._addresses.get(to)
+        if found is None:
+            found = Address(self.org, self.unit, pool=to[5:]) if to.startswith("pool:") else \
+                Address(self.org, self.unit, agent=to)
+            self._addresses[to] = found
+        return found
 
     def target_of(self, task_id: str, to: Optional[Target] = None) -> Address:
         t = self.routing.target(task_id)

@@ -348,12 +348,11 @@ class Responder:
         with self.runtime.lock:
             waiting = [l for l in entry.listeners if not l.closed]
             entry.listeners = []
-            # store first, publish last: the requester's reply then never waits for this thread's
-            # bookkeeping to let go of the interpreter lock
-            rec = self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
-            for l in waiting:
+            rec = self.runtime.get(ctx.task_id)
+            for l in waiting:  # the reply first: the bookkeeping below overlaps its trip to the requester
                 self.runtime._send(rec, l, messages.send_message_result(ctx.response_message))
                 l.closed = True
+            self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
 
     def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
         task_id = v.params["id"]

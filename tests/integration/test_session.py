@@ -161,3 +161,22 @@ def test_handler_exception_does_not_kill_the_session(broker_url):
     s.publish(MqttMessage("$a2a/v1/event/acme/support/fragile", b"boom"))
     s.publish(MqttMessage("$a2a/v1/event/acme/support/fragile", b"fine"))
     assert wait_for(got).payload == b"fine"
+
+
+def test_fast_property_packing_matches_paho():
+    """The session packs PUBLISH properties itself; paho must read back exactly what was set."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    from a2a_nb.mqtt.session import _properties
+
+    m = MqttMessage("t", b"x", response_topic="$a2a/v1/reply/a/b/c/é", correlation_data=bytes(range(32)),
+                    user_properties=(("a2a-x", "1"), ("a2a-x", "2"), ("k", "v é")), content_type="application/json",
+                    message_expiry=70000, payload_format=0)
+    packed = _properties(m, PacketTypes.PUBLISH).pack()
+    back = Properties(PacketTypes.PUBLISH)
+    back.unpack(packed)
+    assert back.ResponseTopic == m.response_topic and back.CorrelationData == m.correlation_data
+    assert back.UserProperty == list(m.user_properties) and back.ContentType == m.content_type
+    assert back.MessageExpiryInterval == 70000 and back.PayloadFormatIndicator == 0
+    assert _properties(MqttMessage("t", b"x"), PacketTypes.PUBLISH) is None
