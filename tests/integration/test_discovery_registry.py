@@ -11,6 +11,7 @@ from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import cards, properties, topics
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import desk_card, echo_card, echo_handler
+from tests.waiting import wait_until as _wait
 
 
 def card(unit: str, agent: str, tags, streaming=True, schemes=None, requirements=None) -> dict:
@@ -101,13 +102,3 @@ def test_broker_managed_status_is_preferred_and_bad_cards_are_reported(broker_ur
     for agent in ("x", "broken", "garbage"):
         pub.publish(MqttMessage(topics.discovery_topic("acme", unit, agent), b"", retain=True))
 
-
-def _wait(cond, timeout=3.0) -> bool:
-    import time
-
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return bool(cond())

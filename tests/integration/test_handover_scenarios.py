@@ -10,13 +10,13 @@ Retry and Timeout Profile 3 and 9.
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import pytest
 
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.scenarios import run_scenario
 from tests.integration._roles_support import traffic  # noqa: F401
+from tests.integration.test_handover import task_id_of_reply, task_id_of_request
 
 ORG, UNIT, DESK = "acme", "support", "ticket-desk"
 PROP = "a2a-responder-agent-id"
@@ -27,15 +27,6 @@ def req_topic(agent: str) -> str:
     return f"$a2a/v1/request/{ORG}/{UNIT}/{agent}"
 
 
-def task_id_of_request(body: dict) -> Optional[str]:
-    p = body.get("params") or {}
-    return (p.get("message") or {}).get("taskId") or p.get("id")
-
-
-def task_id_of_reply(body: dict) -> Optional[str]:
-    r = body.get("result")
-    if not isinstance(r, dict):
-        return None
     if "task" in r:
         return r["task"]["id"]
     if "id" in r and "status" in r:

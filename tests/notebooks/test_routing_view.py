@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from tests.waiting import wait_until
+
 from a2a_nb.agents import Requester
 from a2a_nb.notebook import RoutingTableView as ExportedView
 from a2a_nb.notebook import routing_table_view as exported_factory
@@ -24,15 +26,6 @@ from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 
 QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_attempts=3,
                      backoff_s=(0.05, 0.1, 0.2))
-
-
-def wait_until(pred, timeout: float = 5.0, interval: float = 0.02):
-    deadline = time.time() + timeout
-    while True:
-        value = pred()
-        if value or time.time() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from tests.waiting import wait_until
+
 from a2a_nb.agents import Requester, Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.notebook import DiscoveryBrowser, SendForm, discovery_browser, send_form
@@ -20,15 +22,6 @@ from a2a_nb.story.cast import TicketDesk, desk_card, echo_card, echo_handler
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 
 FAST = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.01,))
-
-
-def wait_until(pred, timeout: float = 5.0, interval: float = 0.02):
-    deadline = time.time() + timeout
-    while True:
-        value = pred()
-        if value or time.time() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @pytest.fixture
