@@ -154,13 +154,15 @@ class TaskRuntime:
             task = dict(rec.task)
             if append_history is not None:
                 task["history"] = list(task.get("history", [])) + [append_history]
+            streaming = any(l.kind == STREAM for l in entry.listeners)  # events are built only for streams
             events: list[dict] = []
             if artifact_event is not None:
                 if entry.artifacts is None:
                     entry.artifacts = ArtifactSet(task.get("artifacts"))
                 entry.artifacts.apply(artifact_event, copy_event=False)
                 task["artifacts"] = entry.artifacts.shared_list()
-                events.append(messages.stream_artifact(artifact_event))
+                if streaming:
+                    events.append(messages.stream_artifact(artifact_event))
             if state is not None:
                 old = rec.state
                 if not states.can_transition(old, state):
@@ -169,11 +171,12 @@ class TaskRuntime:
                 task["status"] = status
                 if status_message is not None:
                     task["history"] = list(task.get("history", [])) + [status_message]
-                events.append(messages.stream_status(
-                    messages.status_update(task_id, task["contextId"], status)))
-            rec = rec.with_task(task, self.clock())
+                if streaming:
+                    events.append(messages.stream_status(messages.status_update(task_id, task["contextId"], status)))
+            rec = TaskRecord(task, rec.owner, self.clock())
             self.store.put(rec, durable=state is not None or append_history is not None)
-            self._notify(rec, entry, events, skip, before)
+            if entry.listeners:
+                self._notify(rec, entry, events, skip, before)
             return rec
 
     def _snapshot_first(self, rec: TaskRecord, listener: Listener, task_before: dict) -> None:
