@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional, Union
 
-from . import states
+from . import properties, states
 
 ROLE_USER = "ROLE_USER"
 ROLE_AGENT = "ROLE_AGENT"
@@ -416,3 +416,39 @@ def text_of(obj: Any, sep: str = "\n") -> str:
 def data_of(obj: Any) -> list[Any]:
     """The ``data`` values of a Message or Artifact, in order."""
     return [p["data"] for p in parts_of(obj) if "data" in p]
+
+
+def task_ids_of(payload: Any, props: dict) -> tuple[Optional[str], Optional[str], Optional[str]]:
+    """(Task.id, contextId, messageId) a JSON-RPC payload itself names (no inheritance from a request).
+
+    Task.id comes from ``params.message.taskId``, ``params.id``, ``result.task.id``, a Task
+    ``result.id``, ``result.statusUpdate.taskId``, ``result.artifactUpdate.taskId``,
+    ``result.message.taskId``, else the ``a2a-task-id`` user property (native binary chunks).
+    """
+    tid = cid = mid = None
+    if type(payload) is dict:
+        params = payload.get("params")
+        if type(params) is dict:
+            m = params.get("message")
+            if type(m) is dict:
+                tid, cid, mid = m.get("taskId"), m.get("contextId"), m.get("messageId")
+            else:
+                tid, cid = params.get("id"), params.get("contextId")
+        else:
+            r = payload.get("result")
+            if type(r) is dict:
+                body = r.get("statusUpdate") or r.get("artifactUpdate")
+                if type(body) is dict:
+                    tid, cid = body.get("taskId"), body.get("contextId")
+                elif type(r.get("task")) is dict:
+                    tid, cid = r["task"].get("id"), r["task"].get("contextId")
+                elif type(r.get("message")) is dict:
+                    m = r["message"]
+                    tid, cid, mid = m.get("taskId"), m.get("contextId"), m.get("messageId")
+                elif "status" in r:
+                    tid, cid = r.get("id"), r.get("contextId")
+    if tid is None and props:
+        tid = props.get(properties.TASK_ID)
+    if cid is None and props:
+        cid = props.get(properties.CONTEXT_ID)
+    return tid, cid, mid

@@ -14,17 +14,17 @@ import hashlib
 import json
 from typing import Optional
 
+from .messages import task_ids_of
+
 
 def pool_key(payload: bytes, correlation: Optional[bytes]) -> str:
     """Task.id of a pooled request when it can be read, else its Correlation Data (hex)."""
     try:
-        obj = json.loads(payload)
-        params = obj.get("params") or {}
-        task_id = (params.get("message") or {}).get("taskId") or params.get("id")
-        if isinstance(task_id, str) and task_id:
-            return task_id
+        task_id = task_ids_of(json.loads(payload), {})[0]
     except (ValueError, AttributeError, TypeError):
-        pass
+        task_id = None
+    if isinstance(task_id, str) and task_id:
+        return task_id
     return (correlation or b"").hex()
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..protocol import properties as P
+from ..protocol.messages import task_ids_of  # noqa: F401  (re-exported: the rule lives in the core)
 from ..protocol.states import can_transition
 from ..protocol.topics import is_a2a_topic, parse_topic
 
@@ -76,42 +77,6 @@ def _records_of(source: Any) -> list[dict]:
     if recs is not None and not isinstance(source, (list, tuple)):
         return list(recs)
     return source if isinstance(source, list) else list(source)
-
-
-def task_ids_of(payload: Any, props: dict) -> tuple[Optional[str], Optional[str], Optional[str]]:
-    """(Task.id, contextId, messageId) a payload itself carries (no inheritance from a request).
-
-    Task.id comes from ``params.message.taskId``, ``params.id``, ``result.task.id``, a Task
-    ``result.id``, ``result.statusUpdate.taskId``, ``result.artifactUpdate.taskId``,
-    ``result.message.taskId``, else the ``a2a-task-id`` user property (native binary chunks).
-    """
-    tid = cid = mid = None
-    if type(payload) is dict:
-        params = payload.get("params")
-        if type(params) is dict:
-            m = params.get("message")
-            if type(m) is dict:
-                tid, cid, mid = m.get("taskId"), m.get("contextId"), m.get("messageId")
-            else:
-                tid, cid = params.get("id"), params.get("contextId")
-        else:
-            r = payload.get("result")
-            if type(r) is dict:
-                body = r.get("statusUpdate") or r.get("artifactUpdate")
-                if type(body) is dict:
-                    tid, cid = body.get("taskId"), body.get("contextId")
-                elif type(r.get("task")) is dict:
-                    tid, cid = r["task"].get("id"), r["task"].get("contextId")
-                elif type(r.get("message")) is dict:
-                    m = r["message"]
-                    tid, cid, mid = m.get("taskId"), m.get("contextId"), m.get("messageId")
-                elif "status" in r:
-                    tid, cid = r.get("id"), r.get("contextId")
-    if tid is None and props:
-        tid = props.get(P.TASK_ID)
-    if cid is None and props:
-        cid = props.get(P.CONTEXT_ID)
-    return tid, cid, mid
 
 
 _DEFAULTS: dict[str, Any] = {"t": 0.0, "qos": 0, "retain": False, "correlation": None, "response_topic": None,
