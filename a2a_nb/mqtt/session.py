@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Union
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.exception import MalformedPacket
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties, VariableByteIntegers
 from paho.mqtt.reasoncodes import ReasonCode
@@ -27,6 +28,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
+from . import wire
 from .broker import BrokerEndpoint, resolve
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,60 @@ def topic_matches(filter_: str, topic: str) -> bool:
     return len(f) == len(t)
 
 
+_PUBACK_REASONS: dict[int, ReasonCode] = {}
+_NO_PROPERTIES: dict[int, Properties] = {}
+_RESULTS: dict[int, PublishResult] = {}
+
+
+def _reason(packet_type: int, code: int) -> ReasonCode:
+    """paho's ReasonCode objects rebuild a name table each; the few PUBACK codes are made once."""
+    key = (packet_type << 8) | code
+    rc = _PUBACK_REASONS.get(key)
+    if rc is None:
+        rc = _PUBACK_REASONS[key] = ReasonCode(packet_type, identifier=code)
+    return rc
+
+
+def _publish_result(reason_code: ReasonCode) -> PublishResult:
+    result = _RESULTS.get(reason_code.value)
+    if result is None:
+        result = _RESULTS[reason_code.value] = PublishResult(reason_code.value, str(reason_code))
+    return result
+
+
+class _KitClient(mqtt.Client):
+    """paho's client, except that QoS 0/1 PUBLISH and property-less PUBACK packets are read by
+    :mod:`.wire` (MQTT v5 §3.3, §3.4) and handed to ``deliver`` as :class:`MqttMessage` values.
+    paho keeps the connection, everything the client sends, QoS 2 and every other packet.
+    Written against paho-mqtt 2.2 (pinned); tests/integration/test_session.py covers both paths."""
+
+    deliver: Callable[[MqttMessage], None]
+
+    def _handle_publish(self):
+        command, packet = self._in_packet["command"], self._in_packet["packet"]
+        if (command >> 1) & 0x03 == 2 or self._manual_ack or self._protocol != mqtt.MQTTv5:
+            return super()._handle_publish()
+        try:
+            msg, mid = wire.decode_publish(command, packet)
+        except wire.MalformedPacket as exc:
+            raise MalformedPacket(str(exc)) from None
+        self.deliver(msg)
+        return self._send_puback(mid) if msg.qos == 1 else mqtt.MQTT_ERR_SUCCESS
+
+    def _handle_pubackcomp(self, cmd):
+        decoded = wire.decode_puback(self._in_packet["packet"]) if cmd == "PUBACK" else None
+        if decoded is None:
+            return super()._handle_pubackcomp(cmd)
+        mid, code = decoded
+        with self._out_message_mutex:
+            if mid in self._out_messages:
+                props = _NO_PROPERTIES.get(PacketTypes.PUBACK)
+                if props is None:
+                    props = _NO_PROPERTIES[PacketTypes.PUBACK] = Properties(PacketTypes.PUBACK)
+                return self._do_on_publish(mid, _reason(PacketTypes.PUBACK, code), props)
+        return mqtt.MQTT_ERR_SUCCESS
+
+
 class Session:
     """One MQTT v5 client with Client ID ``{org}/{unit}/{agent}``.
 
@@ -161,7 +217,7 @@ class Session:
 
     # -- setup -----------------------------------------------------------------------------------
     def _make_client(self) -> mqtt.Client:
-        c = mqtt.Client(
+        c = _KitClient(
             mqtt.CallbackAPIVersion.VERSION2,
             client_id=self.client_id,
             protocol=mqtt.MQTTv5,
@@ -169,7 +225,8 @@ class Session:
         )
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
-        c.on_message = self._on_message
+        c.on_message = self._on_paho_message
+        c.deliver = self._on_message
         c.on_publish = self._on_publish
         c.on_subscribe = self._on_subscribe
         c.on_unsubscribe = self._on_unsubscribe
@@ -249,8 +306,10 @@ class Session:
             self._connected = False
             self._cond.notify_all()
 
-    def _on_message(self, client, userdata, m: mqtt.MQTTMessage) -> None:
-        msg = _from_paho(m)
+    def _on_paho_message(self, client, userdata, m: mqtt.MQTTMessage) -> None:
+        self._on_message(_from_paho(m))  # QoS 2 only: _KitClient reads QoS 0/1 PUBLISH itself
+
+    def _on_message(self, msg: MqttMessage) -> None:
         self.received += 1
         handler = self._handler_for(msg.topic)
         try:
@@ -268,7 +327,7 @@ class Session:
                 self._pubacks[mid] = (reason_code.value, str(reason_code))
                 self._cond.notify_all()
         if callback is not None:
-            callback(PublishResult(reason_code.value, str(reason_code)))
+            callback(_publish_result(reason_code))
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
         with self._cond:

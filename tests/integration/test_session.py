@@ -180,3 +180,34 @@ def test_fast_property_packing_matches_paho():
     assert back.UserProperty == list(m.user_properties) and back.ContentType == m.content_type
     assert back.MessageExpiryInterval == 70000 and back.PayloadFormatIndicator == 0
     assert _properties(MqttMessage("t", b"x"), PacketTypes.PUBLISH) is None
+
+
+def test_qos2_still_goes_through_paho_and_keeps_every_property(broker_url):
+    """The session reads QoS 0/1 PUBLISH itself (mqtt/wire.py); QoS 2 stays with paho's decoder."""
+    s = Session("acme", "support", "q2", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    topic = "$a2a/v1/event/acme/support/q2"
+    s.subscribe(topic, handler=got.put, qos=2)
+    sent = MqttMessage(topic, b"exactly once", qos=2, correlation_data=b"c2", user_properties=(("a2a-x", "é"),),
+                       content_type="text/plain")
+    assert s.publish(sent).reason_code == 0
+    m = wait_for(got)
+    assert (m.qos, m.payload, m.correlation_data, m.user_properties, m.content_type) == \
+        (2, b"exactly once", b"c2", (("a2a-x", "é"),), "text/plain")
+    assert s.received == 1
+
+
+def test_a_qos1_burst_arrives_whole_and_in_order(broker_url):
+    """A burst of QoS 1 messages read by the session's own decoder: all arrive, in order, with
+    their user properties, and every publisher-side PUBACK is read by it too."""
+    pub = Session("acme", "support", "burst-pub", broker=broker_url)
+    sub = Session("acme", "support", "burst-sub", broker=broker_url)
+    got: "queue.Queue[MqttMessage]" = queue.Queue()
+    topic = "$a2a/v1/event/acme/support/burst"
+    sub.subscribe(topic, handler=got.put)
+    pending = [pub.publish_nowait(MqttMessage(topic, str(i).encode(), user_properties=(("a2a-stream-seq", str(i)),)))
+               for i in range(500)]
+    assert all(p.result().reason_code == 0 for p in pending)
+    seen = [wait_for(got) for _ in range(500)]
+    assert [m.payload for m in seen] == [str(i).encode() for i in range(500)]
+    assert [m.user_property("a2a-stream-seq") for m in seen] == [str(i) for i in range(500)]

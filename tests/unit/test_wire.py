@@ -1,0 +1,124 @@
+"""The session's own PUBLISH / PUBACK reader (MQTT v5 §3.3, §3.4) against paho's encoder and decoder."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from paho.mqtt import _packet
+from paho.mqtt.client import MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from a2a_nb.mqtt import wire
+from a2a_nb.mqtt.wire import MalformedPacket, decode_puback, decode_publish, variable_byte_integer
+
+
+def publish_packet(topic: str, payload: bytes, qos: int = 1, mid: int = 7, props: Properties = None) -> bytes:
+    """A PUBLISH variable header + payload as a broker sends it, properties packed by paho."""
+    body = struct.pack("!H", len(topic.encode())) + topic.encode()
+    if qos:
+        body += struct.pack("!H", mid)
+    body += props.pack() if props is not None else b"\x00"
+    return body + payload
+
+
+def full_props() -> Properties:
+    p = Properties(PacketTypes.PUBLISH)
+    p.PayloadFormatIndicator = 1
+    p.MessageExpiryInterval = 70000
+    p.ContentType = "application/json"
+    p.ResponseTopic = "$a2a/v1/reply/acme/support/é/x"
+    p.CorrelationData = bytes(range(40))
+    p.UserProperty = [("a2a-stream-seq", "3"), ("k", "v é"), ("a2a-stream-seq", "4")]
+    return p
+
+
+def test_every_property_reads_as_paho_reads_it():
+    packet = publish_packet("$a2a/v1/reply/acme/support/req/r1", b'{"ok":true}', props=full_props())
+    msg, mid = decode_publish(0x32, packet)  # PUBLISH, QoS 1
+    theirs = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
+    assert mid == theirs.mid == 7
+    assert msg.topic == theirs.topic.decode() and msg.payload == theirs.payload == b'{"ok":true}'
+    p = theirs.properties
+    assert (msg.payload_format, msg.message_expiry, msg.content_type) == (1, 70000, "application/json")
+    assert msg.response_topic == p.ResponseTopic and msg.correlation_data == p.CorrelationData
+    assert list(msg.user_properties) == p.UserProperty and msg.user_property("a2a-stream-seq") == "4"
+    assert msg.qos == 1 and not msg.retain and msg.received_at is not None
+
+
+def test_qos0_has_no_packet_identifier_and_retain_is_read():
+    msg, mid = decode_publish(0x31, publish_packet("t/a", b"x", qos=0))  # QoS 0, retain
+    assert (mid, msg.qos, msg.retain, msg.payload, msg.user_properties) == (0, 0, True, b"x", ())
+    assert msg.correlation_data is None and msg.response_topic is None
+
+
+def test_skips_the_properties_the_kit_never_asks_for():
+    p = Properties(PacketTypes.PUBLISH)
+    p.SubscriptionIdentifier = [300]
+    p.TopicAlias = 5
+    msg, _ = decode_publish(0x32, publish_packet("t", b"p", props=p))
+    assert msg.payload == b"p" and msg.topic == "t"
+
+
+@pytest.mark.parametrize("packet, why", [
+    (b"\x00", "field runs past"),
+    (b"\x00\x05abc", "field runs past"),
+    (b"\x00\x01t\x00", "packet identifier"),
+    (b"\x00\x01t\x00\x01\x05\x01", "runs past"),
+    (b"\x00\x01t\x00\x01\x02\x63\x00", "unknown"),
+    (b"\x00\x02\xff\xfe\x00\x01\x00", "not valid UTF-8"),
+    (b"\x00\x01t\x00\x01\xff\xff\xff\xff\x01", "Variable Byte Integer"),
+    (b"\x00\x01t\x00\x01\x03\x09\x00\x05", "runs past"),
+])
+def test_malformed_publish_is_refused(packet, why):
+    with pytest.raises(MalformedPacket, match=why):
+        decode_publish(0x32, packet)
+
+
+def test_puback_without_properties_is_read_and_with_properties_left_to_paho():
+    assert decode_puback(b"\x01\x02") == (258, 0)
+    assert decode_puback(b"\x01\x02\x10") == (258, 16)
+    assert decode_puback(b"\x01\x02\x87\x00") == (258, 0x87)
+    reason = Properties(PacketTypes.PUBACK)
+    reason.ReasonString = "not authorized"
+    assert decode_puback(b"\x01\x02\x87" + reason.pack()) is None
+    with pytest.raises(MalformedPacket):
+        decode_puback(b"\x01")
+
+
+def test_variable_byte_integer_matches_the_spec_examples():
+    assert variable_byte_integer(b"\x00", 0) == (0, 1)
+    assert variable_byte_integer(b"\x7f", 0) == (127, 1)
+    assert variable_byte_integer(b"\x80\x01", 0) == (128, 2)
+    assert variable_byte_integer(b"\xff\xff\xff\x7f", 0) == (268_435_455, 4)
+    with pytest.raises(MalformedPacket):
+        variable_byte_integer(b"\x80", 0)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=64), st.sampled_from([0x30, 0x31, 0x32, 0x33]))
+def test_random_bytes_never_raise_anything_but_malformed_packet(data, command):
+    try:
+        msg, mid = decode_publish(command, data)
+    except MalformedPacket:
+        return
+    assert isinstance(msg.topic, str) and 0 <= mid <= 0xFFFF
+
+
+@settings(max_examples=200, deadline=None)
+@given(topic=st.text(min_size=1, max_size=30), payload=st.binary(max_size=200),
+       corr=st.binary(max_size=40), users=st.lists(st.tuples(st.text(max_size=10), st.text(max_size=10)), max_size=4))
+def test_round_trip_of_random_messages(topic, payload, corr, users):
+    p = Properties(PacketTypes.PUBLISH)
+    p.CorrelationData = corr
+    if users:
+        p.UserProperty = users
+    msg, _ = decode_publish(0x32, publish_packet(topic, payload, props=p))
+    assert (msg.topic, msg.payload, msg.correlation_data, list(msg.user_properties)) == (topic, payload, corr, users)
+
+
+def test_wire_has_no_paho_import():
+    source = open(wire.__file__).read()
+    assert "import paho" not in source and "from paho" not in source
