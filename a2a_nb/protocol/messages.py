@@ -307,6 +307,10 @@ def send_message_result(task_or_message: Mapping[str, Any]) -> dict[str, Any]:
 def stream_kind(result: Any) -> str:
     """Which member a StreamResponse/SendMessageResponse holds: task, message, statusUpdate or
     artifactUpdate; ``ValueError`` unless exactly one of them (and nothing else) is present."""
+    if isinstance(result, dict) and len(result) == 1:  # the common case, checked first (hot on streams)
+        for key in result:
+            if key in STREAM_KINDS:
+                return key
     if not isinstance(result, Mapping):
         raise ValueError(f"a stream item must be an object, got {type(result).__name__}")
     present = [k for k in STREAM_KINDS if k in result]
