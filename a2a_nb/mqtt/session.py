@@ -1,8 +1,8 @@
 """The MQTT v5 session: the only module of the kit that imports paho-mqtt.
 
 It turns incoming PUBLISH packets into plain :class:`~a2a_nb.protocol.packet.MqttMessage` values
-handed to handlers (read by :mod:`.wire` for QoS 0/1, by paho for QoS 2), waits for PUBACK/SUBACK so callers see broker reason codes (code 16 "No matching
-subscribers" is surfaced, not swallowed), sets TCP_NODELAY on the socket (the "40 ms trap"), keeps
+handed to handlers (read by :mod:`.wire` for QoS 0/1, by paho for QoS 2), waits for PUBACK/SUBACK
+so callers see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY on the socket (the "40 ms trap"), keeps
 one live client per client ID and resubscribes after a reconnect.
 
 Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
