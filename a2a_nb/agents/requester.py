@@ -9,8 +9,8 @@ first correlated reply; stream-idle recovery with GetTask; pooled retries), Opti
 """
 from __future__ import annotations
 
-import collections
 import logging
+import queue
 import random
 import threading
 import time
@@ -64,39 +64,50 @@ class RequesterStats:
     fallbacks: int = 0
 
 
+_REFUSED = object()  # queued by ``_Call.acked`` to wake a waiter whose publish the broker refused
+
+
 class _Call:
-    """One logical operation; its attempts' correlations all lead here."""
+    """One logical operation; its attempts' correlations all lead here.
+
+    Replies travel from the network thread to the caller through a ``queue.SimpleQueue`` (a C
+    queue: one cheap wake per item, which on a stream is most of the consumer's cost)."""
 
     def __init__(self, method: str, task_id: Optional[str], request_id: str):
         self.method, self.task_id, self.request_id = method, task_id, request_id
-        self.items: "collections.deque[MqttMessage]" = collections.deque()
-        self.cond = threading.Condition()
+        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self.correlations: list[bytes] = []
         self.attempts: list[Attempt] = []
         self.first_at: Optional[float] = None
         self.refused = False  # the last attempt's publish was refused: stop waiting for its reply
 
     def push(self, msg: MqttMessage) -> None:
-        with self.cond:
-            self.items.append(msg)
-            self.cond.notify_all()
+        self._queue.put(msg)
 
     def acked(self, attempt: Attempt, result) -> None:
         """PUBACK of one attempt (network thread): 16 is noted, a failure code ends the wait."""
         attempt.reason_code = result.reason_code
         if not result.accepted:
             attempt.outcome = f"refused by the broker ({result.reason})"
-            with self.cond:
-                self.refused = True
-                self.cond.notify_all()
+            self.refused = True
+            self._queue.put(_REFUSED)
         elif result.no_subscribers:
             attempt.outcome = "no matching subscribers (PUBACK 16)"
 
     def next(self, timeout: float) -> Optional[MqttMessage]:
-        with self.cond:
-            if not self.cond.wait_for(lambda: bool(self.items) or self.refused, timeout) or not self.items:
+        """The next reply within ``timeout`` s; None on timeout, or at once when the current
+        attempt was refused and no reply is waiting."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                item = self._queue.get_nowait() if self.refused else \
+                    self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
                 return None
-            return self.items.popleft()
+            if item is not _REFUSED:
+                return item
+            # a refusal: the loop returns a waiting reply or None, unless the flag was reset since
+            # (the refusal was about an attempt the caller has moved past)
 
 
 @dataclass

@@ -51,6 +51,9 @@ class MqttMessage:
         return replace(self, user_properties=self.user_properties + tuple(pairs))
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps would build one per call
+
+
 def encode_json(obj: Any) -> bytes:
     """Compact UTF-8 JSON, the one encoding every A2A payload of the kit uses."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _COMPACT.encode(obj).encode("utf-8")
