@@ -1,9 +1,11 @@
-"""A client written from the profile alone consumes `serve ticket-desk`'s streams.
+"""A client written from the profile alone talks to `serve echo` and `serve ticket-desk`.
 
 Nothing of the kit runs in the client: bare paho-mqtt, hand-built JSON-RPC payloads, its own
 artifact assembly. It checks every stream item message by message against the profile (Streaming
 Reply Mapping 1-7, Request/Reply Mapping, Optional Task Handover 4) and the a2a-sdk v1.0 types, then
-continues the INPUT_REQUIRED task, reads it back with GetTask and asks SubscribeToTask for it.
+continues the INPUT_REQUIRED task, reads it back with GetTask and asks SubscribeToTask for it; and
+it sends both served agents malformed requests (Responder Behavior, Mandatory Binding-Specific Error
+Mapping): each gets its error, and the agent keeps serving.
 """
 from __future__ import annotations
 
@@ -48,13 +50,21 @@ class ProfileClient:
         self.c.loop_stop()
 
     def request(self, method: str, params: dict, agent: str = "ticket-desk") -> tuple[bytes, str]:
-        corr, rid = uuid.uuid4().bytes, str(uuid.uuid4())
-        props = Properties(PacketTypes.PUBLISH)
-        props.ResponseTopic = self.reply_topic
-        props.CorrelationData = corr
+        rid = str(uuid.uuid4())
         body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        self.c.publish(f"$a2a/v1/request/{ORG}/{UNIT}/{agent}", json.dumps(body).encode(), qos=1, properties=props).wait_for_publish(5)
-        return corr, rid
+        return self.publish(agent, json.dumps(body).encode()), rid
+
+    def publish(self, agent: str, payload: bytes, reply: bool = True, **properties) -> bytes:
+        """One request as bytes, with a fresh correlation (``reply=False``: no reply path at all)."""
+        corr = uuid.uuid4().bytes
+        props = Properties(PacketTypes.PUBLISH)
+        if reply:
+            props.ResponseTopic = self.reply_topic
+            props.CorrelationData = corr
+        for name, value in properties.items():
+            setattr(props, name, value)
+        self.c.publish(f"$a2a/v1/request/{ORG}/{UNIT}/{agent}", payload, qos=1, properties=props).wait_for_publish(5)
+        return corr
 
     def items(self, corr: bytes, rid: str, quiet_s: float = 1.0) -> list[tuple[mqtt.MQTTMessage, dict]]:
         """Everything that arrives for ``corr`` until the stream is final and then quiet for ``quiet_s``."""
@@ -107,17 +117,50 @@ def assemble(artifacts: dict, event: dict) -> None:
     artifacts[art["artifactId"]]["sealed"] = bool(event.get("lastChunk"))
 
 
+def serve(broker_url: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, A2A_BROKER_URL=broker_url)
+    p = subprocess.Popen([sys.executable, "-m", "a2a_nb", "serve", *args, "--unit", UNIT], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "serving" in p.stdout.readline(), p.stderr.read()
+    return p
+
+
+def stop(p: subprocess.Popen) -> None:
+    assert p.poll() is None, "the agent died"
+    p.terminate()
+    assert p.wait(timeout=15) == 0
+
+
 @pytest.fixture
 def desk(broker_url):
-    env = dict(os.environ, A2A_BROKER_URL=broker_url)
-    p = subprocess.Popen([sys.executable, "-m", "a2a_nb", "serve", "ticket-desk", "--handover", "mid-stream",
-                          "--unit", UNIT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert "serving" in p.stdout.readline(), p.stderr.read()
+    p = serve(broker_url, "ticket-desk", "--handover", "mid-stream")
     client = ProfileClient(broker_url)
     yield client
     client.close()
-    p.terminate()
-    assert p.wait(timeout=15) == 0
+    stop(p)
+
+
+def good_send() -> dict:
+    return {"jsonrpc": "2.0", "id": "good", "method": "SendMessage",
+            "params": message("Analyze ticket TCK-4821", str(uuid.uuid4()), str(uuid.uuid4()))}
+
+
+def rpc(method: str, params) -> dict:
+    return {"jsonrpc": "2.0", "id": "bad", "method": method, "params": params}
+
+
+MALFORMED = {
+    "not JSON": (b"{not json", {}, -32700),
+    "not UTF-8": (b"\xff\xfe{}", {}, -32700),
+    "not JSON-RPC": (b'{"hello": "world"}', {}, -32600),
+    "unknown method": (json.dumps(rpc("Frobnicate", {})).encode(), {}, -32601),
+    "message not an object": (json.dumps(rpc("SendMessage", {"message": "hi"})).encode(), {}, -32602),
+    "Task.id not a UUIDv4": (json.dumps(rpc("SendMessage", message("hi", "task-1", str(uuid.uuid4())))).encode(),
+                             {}, -32602),
+    "unknown task": (json.dumps(rpc("GetTask", {"id": str(uuid.uuid4())})).encode(), {}, -32001),
+    "payload format 0": (json.dumps(good_send()).encode(), {"PayloadFormatIndicator": 0}, -32005),
+    "content type text/plain": (json.dumps(good_send()).encode(), {"ContentType": "text/plain"}, -32005),
+}
 
 
 def test_a_profile_client_streams_a_ticket_through_input_required_handover_and_completion(desk):
@@ -174,3 +217,29 @@ def test_a_profile_client_streams_a_ticket_through_input_required_handover_and_c
     assert desk.answer(corr4, rid4)["error"]["code"] == -32004
     corr5, rid5 = desk.request("SubscribeToTask", {"id": str(uuid.uuid4())})
     assert desk.answer(corr5, rid5)["error"]["code"] == -32001
+
+
+@pytest.mark.parametrize("agent, args", [("echo", ()), ("ticket-desk", ("--handover", "first-reply"))])
+def test_served_agents_answer_malformed_requests_with_the_profiles_errors_and_stay_up(broker_url, agent, args):
+    p = serve(broker_url, agent, *args)
+    client = ProfileClient(broker_url)
+    try:
+        client.publish(agent, json.dumps(good_send()).encode(), reply=False)  # no reply path: dropped
+        for case, (payload, props, code) in MALFORMED.items():
+            corr = client.publish(agent, payload, **props)
+            m = client.inbox.get(timeout=10)
+            assert m.properties.CorrelationData == corr, case
+            body = json.loads(m.payload)
+            assert body["jsonrpc"] == "2.0" and "result" not in body, case
+            assert body["error"]["code"] == code, (case, body)
+            assert body["id"] in ("bad", "good", None), case
+        with pytest.raises(queue.Empty):
+            client.inbox.get(timeout=0.3)  # one reply per request, none for the request without a reply path
+        corr = client.publish(agent, json.dumps(good_send()).encode())
+        m = client.inbox.get(timeout=10)
+        assert m.properties.CorrelationData == corr
+        result = json.loads(m.payload)["result"]
+        assert_valid("SendMessageResponse", result)
+    finally:
+        client.close()
+        stop(p)
