@@ -10,6 +10,7 @@ QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user p
 """
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import socket
@@ -116,25 +117,23 @@ def topic_matches(filter_: str, topic: str) -> bool:
     return len(f) == len(t)
 
 
-_PUBACK_REASONS: dict[int, ReasonCode] = {}
-_NO_PROPERTIES: dict[int, Properties] = {}
-_RESULTS: dict[int, PublishResult] = {}
+_NO_PUBACK_PROPERTIES = Properties(PacketTypes.PUBACK)  # what paho hands on_publish for a bare PUBACK
 
 
+@functools.lru_cache(maxsize=None)
 def _reason(packet_type: int, code: int) -> ReasonCode:
-    """paho's ReasonCode objects rebuild a name table each; the few PUBACK codes are made once."""
-    key = (packet_type << 8) | code
-    rc = _PUBACK_REASONS.get(key)
-    if rc is None:
-        rc = _PUBACK_REASONS[key] = ReasonCode(packet_type, identifier=code)
-    return rc
+    """paho's ReasonCode objects rebuild a name table each; the few PUBACK codes are made once
+    (KeyError for a code MQTT does not define for that packet)."""
+    return ReasonCode(packet_type, identifier=code)
+
+
+@functools.lru_cache(maxsize=None)
+def _result(packet_type: int, code: int) -> PublishResult:
+    return PublishResult(code, str(_reason(packet_type, code)))
 
 
 def _publish_result(reason_code: ReasonCode) -> PublishResult:
-    result = _RESULTS.get(reason_code.value)
-    if result is None:
-        result = _RESULTS[reason_code.value] = PublishResult(reason_code.value, str(reason_code))
-    return result
+    return _result(reason_code.packetType, reason_code.value)
 
 
 class _KitClient(mqtt.Client):
@@ -161,12 +160,13 @@ class _KitClient(mqtt.Client):
         if decoded is None:
             return super()._handle_pubackcomp(cmd)
         mid, code = decoded
+        try:
+            reason = _reason(PacketTypes.PUBACK, code)
+        except KeyError:  # not a PUBACK reason code: paho's own reader reports it
+            return super()._handle_pubackcomp(cmd)
         with self._out_message_mutex:
             if mid in self._out_messages:
-                props = _NO_PROPERTIES.get(PacketTypes.PUBACK)
-                if props is None:
-                    props = _NO_PROPERTIES[PacketTypes.PUBACK] = Properties(PacketTypes.PUBACK)
-                return self._do_on_publish(mid, _reason(PacketTypes.PUBACK, code), props)
+                return self._do_on_publish(mid, reason, _NO_PUBACK_PROPERTIES)
         return mqtt.MQTT_ERR_SUCCESS
 
 
