@@ -527,7 +527,9 @@ class Session:
 
 
 # -- conversions between MqttMessage and paho --------------------------------------------------------
-_TEMPLATES: dict[int, Properties] = {}
+@functools.lru_cache(maxsize=None)
+def _template(packet_type: int) -> Properties:
+    return Properties(packet_type)
 
 
 def _utf8(text: str) -> bytes:
@@ -562,11 +564,8 @@ def _blank(packet_type: int) -> Properties:
     """A fresh ``Properties``: paho's constructor and setter rebuild and scan its name tables on
     every call (tens of µs a message, the largest cost of a stream); we copy a template instead and
     set the same attributes ``Properties.pack()`` reads. Round trips are covered by the tests."""
-    template = _TEMPLATES.get(packet_type)
-    if template is None:
-        template = _TEMPLATES[packet_type] = Properties(packet_type)
     props = object.__new__(_WireProperties)
-    props.__dict__.update(template.__dict__)
+    props.__dict__.update(_template(packet_type).__dict__)
     return props
 
 
