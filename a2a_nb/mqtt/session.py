@@ -2,8 +2,9 @@
 
 It turns incoming PUBLISH packets into plain :class:`~a2a_nb.protocol.packet.MqttMessage` values
 handed to handlers (read by :mod:`.wire` for QoS 0/1, by paho for QoS 2), waits for PUBACK/SUBACK
-so callers see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY on the socket (the "40 ms trap"), keeps
-one live client per client ID and resubscribes after a reconnect.
+so callers see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY
+on the socket (the "40 ms trap"), keeps one live client per client ID and resubscribes after a
+reconnect.
 
 Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
 QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties).
@@ -14,7 +15,6 @@ import functools
 import logging
 import queue
 import socket
-import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Optional, Union
 import paho.mqtt.client as mqtt
 from paho.mqtt.exception import MalformedPacket
 from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties, VariableByteIntegers
+from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
@@ -532,32 +532,15 @@ def _template(packet_type: int) -> Properties:
     return Properties(packet_type)
 
 
-def _utf8(text: str) -> bytes:
-    data = text.encode("utf-8")
-    return struct.pack("!H", len(data)) + data
-
-
 class _WireProperties(Properties):
-    """``Properties`` that pack the few PUBLISH/will properties the kit uses straight to bytes
-    (MQTT v5 §2.2.2.2: identifier, then value). paho's own ``pack()`` scans its name table several
-    times per property; on a stream that is a large share of every message."""
+    """``Properties`` packed by :func:`.wire.encode_publish_properties` (paho's own ``pack()`` scans
+    its name table several times per property; on a stream that is a large share of every message)."""
 
     def pack(self) -> bytes:
         d = self.__dict__
-        out = bytearray()
-        if d.get("PayloadFormatIndicator") is not None:
-            out += bytes((0x01, d["PayloadFormatIndicator"]))
-        if d.get("MessageExpiryInterval") is not None:
-            out += b"\x02" + struct.pack("!I", d["MessageExpiryInterval"])
-        if d.get("ContentType") is not None:
-            out += b"\x03" + _utf8(d["ContentType"])
-        if d.get("ResponseTopic") is not None:
-            out += b"\x08" + _utf8(d["ResponseTopic"])
-        if d.get("CorrelationData") is not None:
-            out += b"\x09" + struct.pack("!H", len(d["CorrelationData"])) + d["CorrelationData"]
-        for key, value in d.get("UserProperty") or ():
-            out += b"\x26" + _utf8(key) + _utf8(value)
-        return VariableByteIntegers.encode(len(out)) + bytes(out)
+        return wire.encode_publish_properties(
+            d.get("PayloadFormatIndicator"), d.get("MessageExpiryInterval"), d.get("ContentType"),
+            d.get("ResponseTopic"), d.get("CorrelationData"), d.get("UserProperty") or ())
 
 
 def _blank(packet_type: int) -> Properties:

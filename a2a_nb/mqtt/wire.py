@@ -1,15 +1,17 @@
-"""Reading the two MQTT v5 packets a reply stream is made of: PUBLISH and PUBACK.
+"""The MQTT v5 bytes the session handles itself: PUBLISH properties out, PUBLISH and PUBACK in.
 
 paho-mqtt decodes every incoming PUBLISH through its generic ``Properties`` class, which rebuilds its
 name tables and scans them per property: on a stream that is most of the receiving side's time. The
 session's client reads these two packets with the functions below instead (MQTT v5 §3.3 PUBLISH:
 topic, packet identifier, properties §2.2.2, payload; §3.4 PUBACK: packet identifier, reason code,
-properties) and leaves every other packet, and QoS 2, to paho. Pure functions: no I/O, no paho.
+properties) and leaves every other packet, and QoS 2, to paho. Outgoing PUBLISH properties are packed
+here too (paho's ``Properties.pack`` scans the same tables). Pure functions: no I/O, no paho.
 """
 from __future__ import annotations
 
+import struct
 import time
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..protocol.packet import MqttMessage
 
@@ -34,6 +36,41 @@ def variable_byte_integer(buf: bytes, pos: int) -> tuple[int, int]:
             return value, pos + i + 1
         shift += 7
     raise MalformedPacket("malformed Variable Byte Integer")
+
+
+def encode_variable_byte_integer(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | 0x80 if value else byte)
+        if not value:
+            return bytes(out)
+
+
+def _utf8(text: str) -> bytes:
+    data = text.encode("utf-8")
+    return struct.pack("!H", len(data)) + data
+
+
+def encode_publish_properties(payload_format: Optional[int] = None, expiry: Optional[int] = None,
+                              content_type: Optional[str] = None, response_topic: Optional[str] = None,
+                              correlation: Optional[bytes] = None,
+                              user: Iterable[tuple[str, str]] = ()) -> bytes:
+    """The properties of a PUBLISH (or a will), length first (MQTT v5 §2.2.2: identifier, value)."""
+    out = bytearray()
+    if payload_format is not None:
+        out += bytes((PAYLOAD_FORMAT, payload_format))
+    if expiry is not None:
+        out += bytes((MESSAGE_EXPIRY,)) + struct.pack("!I", expiry)
+    if content_type is not None:
+        out += bytes((CONTENT_TYPE,)) + _utf8(content_type)
+    if response_topic is not None:
+        out += bytes((RESPONSE_TOPIC,)) + _utf8(response_topic)
+    if correlation is not None:
+        out += bytes((CORRELATION_DATA,)) + struct.pack("!H", len(correlation)) + correlation
+    for key, value in user:
+        out += bytes((USER_PROPERTY,)) + _utf8(key) + _utf8(value)
+    return encode_variable_byte_integer(len(out)) + bytes(out)
 
 
 def _chunk(buf: bytes, pos: int, end: int) -> tuple[bytes, int]:

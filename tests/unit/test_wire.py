@@ -129,3 +129,15 @@ def test_paho_is_the_version_the_session_client_was_written_against():
     from importlib.metadata import version
 
     assert version("paho-mqtt") == "2.2.0"
+
+
+def test_packing_and_reading_agree_and_the_length_prefix_matches_paho():
+    from paho.mqtt.properties import VariableByteIntegers
+
+    for v in (0, 127, 128, 16_383, 16_384, 2_097_152, 268_435_455):
+        assert wire.encode_variable_byte_integer(v) == VariableByteIntegers.encode(v)
+    props = wire.encode_publish_properties(1, 60, "application/json", "r/t", b"\x00\x01", [("a2a-x", "é")])
+    msg, mid = decode_publish(0x32, b"\x00\x01t\x00\x09" + props + b"payload")
+    assert (mid, msg.payload_format, msg.message_expiry, msg.content_type, msg.response_topic) == \
+        (9, 1, 60, "application/json", "r/t")
+    assert msg.correlation_data == b"\x00\x01" and msg.user_properties == (("a2a-x", "é"),) and msg.payload == b"payload"
