@@ -202,7 +202,7 @@ class Session:
         self._route_cache: dict[str, Optional[Handler]] = {}
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._pubacks: dict[int, tuple[int, str]] = {}
+        self._pubacks: dict[int, PublishResult] = {}
         self._ack_callbacks: dict[int, Callable[["PublishResult"], None]] = {}
         self._subacks: dict[int, list[int]] = {}
         self._unsubacks: set[int] = set()
@@ -321,13 +321,14 @@ class Session:
             log.exception("%s: handler failed for a message on %s", self.client_id, msg.topic)
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        result = _publish_result(reason_code)
         with self._cond:
             callback = self._ack_callbacks.pop(mid, None)
             if callback is None:
-                self._pubacks[mid] = (reason_code.value, str(reason_code))
+                self._pubacks[mid] = result
                 self._cond.notify_all()
         if callback is not None:
-            callback(_publish_result(reason_code))
+            callback(result)
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
         with self._cond:
@@ -386,8 +387,7 @@ class Session:
             return
         with self._cond:  # the PUBACK may already be in: then it waits in _pubacks
             if mid in self._pubacks:
-                code, reason = self._pubacks.pop(mid)
-                result = PublishResult(code, reason)
+                result = self._pubacks.pop(mid)
             else:
                 self._ack_callbacks[mid] = on_ack
                 return
@@ -399,8 +399,7 @@ class Session:
                 raise SessionError(f"{self.client_id}: no PUBACK within {timeout:.1f} s (is the broker up?)")
             if mid not in self._pubacks:
                 raise SessionError(f"{self.client_id}: session closed before the PUBACK arrived")
-            code, reason = self._pubacks.pop(mid)
-        return PublishResult(code, reason)
+            return self._pubacks.pop(mid)
 
     def subscribe(
         self,
