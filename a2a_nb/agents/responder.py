@@ -52,6 +52,9 @@ class Responder:
     ``auth``: a :class:`~a2a_nb.agents.auth.BearerPolicy`; every request must then carry a valid
     ``a2a-authorization: Bearer <token>`` and is refused before any processing otherwise.
     ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
+    ``admit``: called with the Message of every SendMessage that would create a new task, before the
+    task exists; an :class:`A2AError` it returns (e.g. -32004 ``responder_unavailable`` when the agent
+    is at capacity) is the reply, and no task is created.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class Responder:
         inline: bool = False,
         auth=None,
         max_request_bytes: Optional[int] = DEFAULT_MAX_REQUEST_BYTES,
+        admit: Optional[Callable[[dict], Optional[A2AError]]] = None,
         start: bool = True,
     ):
         self.org, self.unit, self.agent = org, unit, agent
@@ -89,6 +93,7 @@ class Responder:
         self.inline = inline
         self.auth = auth
         self.max_request_bytes = max_request_bytes
+        self.admit = admit
         self.frozen = False
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
@@ -306,6 +311,9 @@ class Responder:
             rec = self.runtime.get(task_id)
             what = inbound.classify_send(rec.task if rec else None, message)
             if what == inbound.SEND_NEW:
+                refused = self.admit(message) if self.admit is not None else None
+                if refused is not None:
+                    raise refused
                 ctx_id = message.get("contextId") or self.ids.context_id()
                 rec = self.runtime.create(message, self.agent, ctx_id)
             elif what == inbound.SEND_CONTINUE:
