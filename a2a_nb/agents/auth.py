@@ -262,13 +262,18 @@ class BearerPolicy:
 
     def check(self, msg: MqttMessage, tls: bool) -> Optional[A2AError]:
         """None when ``msg`` may be processed, else the error to answer with (module docstring)."""
-        self.checked += 1
-        err = self._check(msg, tls)
-        if err is not None:
-            self.refused += 1
-        return err
+        outcome = self.authenticate(msg, tls)
+        return outcome if isinstance(outcome, A2AError) else None
 
-    def _check(self, msg: MqttMessage, tls: bool) -> Optional[A2AError]:
+    def authenticate(self, msg: MqttMessage, tls: bool) -> Union[A2AError, dict]:
+        """The valid token's claims (its ``sub`` names the caller), or the error to answer with."""
+        self.checked += 1
+        outcome = self._check(msg, tls)
+        if isinstance(outcome, A2AError):
+            self.refused += 1
+        return outcome
+
+    def _check(self, msg: MqttMessage, tls: bool) -> Union[A2AError, dict]:
         values = [v for k, v in msg.user_properties if k == properties.AUTHORIZATION]
         if len(values) > 1:
             return errors.transport_protocol_error("more than one a2a-authorization user property")
@@ -284,10 +289,9 @@ class BearerPolicy:
         except ValueError:
             return self._error(UNAUTHENTICATED, "a2a-authorization must be 'Bearer <access_token>'")
         try:
-            self.validate(token)
+            return self.validate(token)
         except AuthError as e:
             return self._error(e.reason, e.detail)
-        return None
 
     def _error(self, reason: str, detail: str) -> A2AError:
         scopes = sorted(self._alternatives[0]) if len(self._alternatives) == 1 else []

@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
@@ -52,6 +52,8 @@ class Responder:
     ``auth``: a :class:`~a2a_nb.agents.auth.BearerPolicy`; every request must then carry a valid
     ``a2a-authorization: Bearer <token>`` and is refused before any processing otherwise.
     ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
+    ``reply_namespaces``: the only topic prefixes replies go to (default ``$a2a/v1/reply/{org}/{unit}/``);
+    a request whose Response Topic lies elsewhere is logged and dropped, never executed.
     ``admit``: called with the Message of every SendMessage that would create a new task, before the
     task exists; an :class:`A2AError` it returns (e.g. -32004 ``responder_unavailable`` when the agent
     is at capacity) is the reply, and no task is created.
@@ -78,6 +80,7 @@ class Responder:
         auth=None,
         max_request_bytes: Optional[int] = DEFAULT_MAX_REQUEST_BYTES,
         admit: Optional[Callable[[dict], Optional[A2AError]]] = None,
+        reply_namespaces: Optional[Sequence[str]] = None,
         start: bool = True,
     ):
         self.org, self.unit, self.agent = org, unit, agent
@@ -94,6 +97,7 @@ class Responder:
         self.auth = auth
         self.max_request_bytes = max_request_bytes
         self.admit = admit
+        self.reply_namespaces = tuple(reply_namespaces or (topics.reply_namespace(org, unit),))
         self.frozen = False
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
@@ -222,7 +226,7 @@ class Responder:
         if self.inline:
             self._run_one(msg, pooled)
             return
-        if self._queue.qsize() >= self.max_pending and msg.response_topic and msg.correlation_data is not None:
+        if self._queue.qsize() >= self.max_pending and self._answerable(msg):
             self.stats.overloaded += 1
             err = errors.responder_unavailable(f"{self.agent} has {self.max_pending} requests waiting; retry later")
             self._reply_error(msg, jsonrpc.request_id_of(msg.payload), err, pooled)
@@ -241,11 +245,16 @@ class Responder:
             self._process(msg, pooled)
         except Exception:  # never let one request kill a worker (or the network thread)
             log.exception("%s: unexpected error while processing a request", self.agent)
-            if msg.response_topic and msg.correlation_data is not None and not inbound.has_wildcards(msg.response_topic):
+            if self._answerable(msg):
                 try:  # still answer: the requester learns at once instead of waiting for its timeout
                     self._reply_error(msg, None, errors.internal_error("the responder failed on this request"), pooled)
                 except Exception:
                     log.exception("%s: could not answer a request that failed", self.agent)
+
+    def _answerable(self, msg: MqttMessage) -> bool:
+        """A reply path this agent may publish to (Response Topic inside its reply namespaces)."""
+        return (bool(msg.response_topic) and msg.correlation_data is not None
+                and inbound.reply_path_problem(msg.response_topic, self.reply_namespaces) is None)
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
@@ -253,21 +262,25 @@ class Responder:
             index, members = self.pool_slot
             if pools.claim_slot(pools.pool_key(msg.payload, msg.correlation_data), members) != index:
                 return  # another member of the pool claims this one
-        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.max_request_bytes)
+        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.max_request_bytes,
+                                        self.reply_namespaces)
         if isinstance(verdict, inbound.Drop):
             self.stats.dropped += 1
-            log.info("%s dropped a request on %s: %s", self.agent, msg.topic, verdict.reason)
+            log.warning("%s dropped a request on %s: %s", self.agent, msg.topic, verdict.reason)
             return
+        subject = None
         if self.auth is not None:  # bearer token checks come before anything else is looked at
-            denied = self.auth.check(msg, tls=self.session.endpoint.tls)
-            if denied is not None:
-                self._reply_error(msg, verdict.request_id, denied, pooled)
+            claims = self.auth.authenticate(msg, tls=self.session.endpoint.tls)
+            if isinstance(claims, A2AError):
+                self._reply_error(msg, verdict.request_id, claims, pooled)
                 return
+            subject = str(claims.get("sub", ""))
         if isinstance(verdict, inbound.Rejected):
             self._reply_error(msg, verdict.request_id, verdict.error, pooled)
             return
+        caller = inbound.requester_identity(msg.response_topic, subject)
         try:
-            self._dispatch(msg, verdict, pooled)
+            self._dispatch(msg, verdict, pooled, caller)
         except A2AError as err:
             self._reply_error(msg, verdict.request_id, err, pooled)
 
@@ -280,20 +293,25 @@ class Responder:
         return Listener(kind, msg.response_topic, msg.correlation_data, v.request_id, self.agent, pooled,
                         mode, history_length)
 
-    def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
+    def _task_of(self, task_id: str, caller: str):
+        """The stored task, or None when it does not exist *for this caller* (someone else's task)."""
+        rec = self.runtime.get(task_id)
+        return rec if rec is not None and inbound.visible_to(rec.requester, caller) else None
+
+    def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
         m, p = v.method, v.params
         if m in (jsonrpc.SEND_MESSAGE, jsonrpc.SEND_STREAMING_MESSAGE):
-            self._send_message(msg, v, pooled, stream=m == jsonrpc.SEND_STREAMING_MESSAGE)
+            self._send_message(msg, v, pooled, caller, stream=m == jsonrpc.SEND_STREAMING_MESSAGE)
         elif m == jsonrpc.GET_TASK:
-            rec = self.runtime.get(p["id"])
+            rec = self._task_of(p["id"], caller)
             inbound.check_get(rec.task if rec else None, p["id"])
             self._reply_result(msg, v, rec, trim_history(rec.task, p.get("historyLength")), pooled)
         elif m == jsonrpc.CANCEL_TASK:
-            self._cancel(msg, v, pooled)
+            self._cancel(msg, v, pooled, caller)
         elif m == jsonrpc.LIST_TASKS:
-            self._list(msg, v, pooled)
+            self._list(msg, v, pooled, caller)
         elif m == jsonrpc.SUBSCRIBE_TO_TASK:
-            rec = self.runtime.get(p["id"])
+            rec = self._task_of(p["id"], caller)
             inbound.check_subscribe(rec.task if rec else None, p["id"])
             self.runtime.add_listener(p["id"], self._listener(msg, v, STREAM, pooled), snapshot=True)
         elif m == jsonrpc.GET_EXTENDED_AGENT_CARD:
@@ -301,7 +319,7 @@ class Responder:
         else:  # push notification config methods
             raise errors.push_notification_not_supported()
 
-    def _send_message(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, stream: bool) -> None:
+    def _send_message(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str, stream: bool) -> None:
         message = v.params["message"]
         config = v.params.get("configuration") or {}
         task_id = message["taskId"]
@@ -309,13 +327,15 @@ class Responder:
         listener = self._listener(msg, v, kind, pooled, config.get("historyLength"))
         with self.runtime.lock:
             rec = self.runtime.get(task_id)
+            if rec is not None and not inbound.visible_to(rec.requester, caller):
+                raise errors.task_not_found(task_id)  # someone else's Task.id: not theirs to continue
             what = inbound.classify_send(rec.task if rec else None, message)
             if what == inbound.SEND_NEW:
                 refused = self.admit(message) if self.admit is not None else None
                 if refused is not None:
                     raise refused
                 ctx_id = message.get("contextId") or self.ids.context_id()
-                rec = self.runtime.create(message, self.agent, ctx_id)
+                rec = self.runtime.create(message, self.agent, ctx_id, requester=caller)
             elif what == inbound.SEND_CONTINUE:
                 rec = self.runtime.update(task_id, state=states.WORKING, append_history=message)
         if what == inbound.SEND_DUPLICATE:
@@ -362,18 +382,20 @@ class Responder:
                 l.closed = True
             self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
 
-    def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
+    def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
         task_id = v.params["id"]
         with self.runtime.lock:
-            rec = self.runtime.get(task_id)
+            rec = self._task_of(task_id, caller)
             inbound.check_cancel(rec.task if rec else None, task_id)
             self.runtime.entry(task_id).cancel.set()
             rec = self.runtime.update(task_id, state=states.CANCELED, force=True)
         self._reply_result(msg, v, rec, rec.task, pooled)
 
-    def _list(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool) -> None:
+    def _list(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        """ListTasks: only the caller's own tasks."""
         p = v.params
-        records = self.runtime.store.list(p.get("contextId"), p.get("status"))
+        records = [r for r in self.runtime.store.list(p.get("contextId"), p.get("status"))
+                   if inbound.visible_to(r.requester, caller)]
         size = p.get("pageSize") or 50
         try:
             start = int(p.get("pageToken") or 0)

@@ -100,7 +100,7 @@ class TaskRuntime:
         with self.lock:
             rec = self.store.get(task_id)
             if rec is not None and rec.owner != agent:
-                self.store.put(TaskRecord(rec.task, agent, self.clock()))
+                self.store.put(rec.with_owner(agent, self.clock()))  # the requester stays the task's
 
     # -- tasks -----------------------------------------------------------------------------------------
     def entry(self, task_id: str) -> _TaskEntry:
@@ -113,11 +113,12 @@ class TaskRuntime:
     def get(self, task_id: str) -> Optional[TaskRecord]:
         return self.store.get(task_id)
 
-    def create(self, message: dict, owner: str, context_id: str) -> TaskRecord:
+    def create(self, message: dict, owner: str, context_id: str, requester: Optional[str] = None) -> TaskRecord:
+        """A new SUBMITTED task, executed by ``owner``, belonging to ``requester`` (who asked)."""
         msg = dict(message)
         msg["contextId"] = context_id
         task = messages.task(message["taskId"], context_id, messages.task_status(states.SUBMITTED), history=[msg])
-        rec = TaskRecord(task, owner, self.clock())
+        rec = TaskRecord(task, owner, self.clock(), requester)
         self.store.put(rec)
         return rec
 
@@ -149,7 +150,7 @@ class TaskRuntime:
                 raise KeyError(task_id)
             before = rec.task
             entry = self.entry(task_id)
-            if entry.cancel.is_set() and not force:
+            if (entry.cancel.is_set() or rec.state == states.CANCELED) and not force:
                 raise TaskCanceled(task_id)
             task = dict(rec.task)
             if append_history is not None:
@@ -173,10 +174,12 @@ class TaskRuntime:
                     task["history"] = list(task.get("history", [])) + [status_message]
                 if streaming:
                     events.append(messages.stream_status(messages.status_update(task_id, task["contextId"], status)))
-            rec = TaskRecord(task, rec.owner, self.clock())
+            rec = rec.with_task(task, self.clock())
             self.store.put(rec, durable=state is not None or append_history is not None)
             if entry.listeners:
                 self._notify(rec, entry, events, skip, before)
+            if states.is_terminal(rec.state) and not entry.listeners:
+                del self._entries[task_id]  # nothing more will happen to it: keep memory bounded
             return rec
 
     def _snapshot_first(self, rec: TaskRecord, listener: Listener, task_before: dict) -> None:

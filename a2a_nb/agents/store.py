@@ -4,24 +4,34 @@
 (Profile: Requester Retry and Timeout Profile 4: the responder must still know a Task.id to
 deduplicate a retried request, and GetTask must answer after a restart). A card agent and the
 instances it spawns share one store, so the card agent can serve follow-ups for tasks it delegated.
+
+Memory is bounded: ``MemoryTaskStore`` keeps at most ``max_terminal`` finished (terminal) tasks and
+forgets the oldest beyond that (a forgotten task answers like an unknown one, -32001); running and
+interrupted tasks are always kept. ``SqliteTaskStore`` keeps every task on disk and only the
+artifact chunks of unfinished tasks in memory.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Protocol, Union
 
+from ..protocol import states
+
 
 @dataclass(frozen=True)
 class TaskRecord:
-    """A v1.0 Task (wire shape) plus who owns it now (the agent that executes and answers)."""
+    """A v1.0 Task (wire shape), who owns it now (the agent that executes and answers) and who
+    asked for it (the requester's identity, see ``inbound.requester_identity``; None: not recorded)."""
 
     task: dict
     owner: str
     updated_at: float = 0.0
+    requester: Optional[str] = None
 
     @property
     def id(self) -> str:
@@ -33,6 +43,9 @@ class TaskRecord:
 
     def with_task(self, task: dict, at: float) -> "TaskRecord":
         return replace(self, task=task, updated_at=at)
+
+    def with_owner(self, owner: str, at: float) -> "TaskRecord":
+        return replace(self, owner=owner, updated_at=at)
 
 
 class TaskStore(Protocol):
@@ -47,9 +60,19 @@ class TaskStore(Protocol):
     def __len__(self) -> int: ...
 
 
+DEFAULT_MAX_TERMINAL = 1000
+
+
 class MemoryTaskStore:
-    def __init__(self) -> None:
+    """Tasks in a dict; at most ``max_terminal`` terminal ones (the oldest finished go first)."""
+
+    def __init__(self, max_terminal: int = DEFAULT_MAX_TERMINAL) -> None:
+        if max_terminal < 1:
+            raise ValueError(f"max_terminal must be at least 1, got {max_terminal}")
+        self.max_terminal = max_terminal
+        self.forgotten = 0
         self._tasks: dict[str, TaskRecord] = {}
+        self._terminal: "OrderedDict[str, None]" = OrderedDict()  # ids of terminal tasks, oldest first
         self._lock = threading.Lock()
 
     def get(self, task_id: str) -> Optional[TaskRecord]:
@@ -59,6 +82,12 @@ class MemoryTaskStore:
     def put(self, record: TaskRecord, durable: bool = True) -> None:
         with self._lock:
             self._tasks[record.id] = record
+            if states.is_terminal(record.state):
+                self._terminal[record.id] = None
+                while len(self._terminal) > self.max_terminal:
+                    oldest, _ = self._terminal.popitem(last=False)
+                    del self._tasks[oldest]
+                    self.forgotten += 1
 
     def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]:
         with self._lock:
@@ -81,15 +110,18 @@ class SqliteTaskStore:
         self._pending: dict[str, TaskRecord] = {}
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT, state TEXT, owner TEXT,"
-            " updated_at REAL, task TEXT NOT NULL)"
+            " updated_at REAL, task TEXT NOT NULL, requester TEXT)"
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(tasks)")}
+        if "requester" not in columns:  # a store written before requesters were recorded
+            self._db.execute("ALTER TABLE tasks ADD COLUMN requester TEXT")
 
     def get(self, task_id: str) -> Optional[TaskRecord]:
         with self._lock:
             if task_id in self._pending:
                 return self._pending[task_id]
-            row = self._db.execute("SELECT task, owner, updated_at FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        return TaskRecord(json.loads(row[0]), row[1], row[2]) if row else None
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return _record(row) if row else None
 
     def put(self, record: TaskRecord, durable: bool = True) -> None:
         with self._lock:
@@ -102,9 +134,10 @@ class SqliteTaskStore:
     def _write(self, record: TaskRecord) -> None:
         t = record.task
         self._db.execute(
-            "INSERT OR REPLACE INTO tasks (id, context_id, state, owner, updated_at, task) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO tasks (id, context_id, state, owner, updated_at, task, requester)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (t["id"], t.get("contextId"), t["status"]["state"], record.owner, record.updated_at,
-             json.dumps(t, separators=(",", ":"))),
+             json.dumps(t, separators=(",", ":")), record.requester),
         )
 
     def flush(self) -> None:
@@ -116,8 +149,8 @@ class SqliteTaskStore:
     def list(self, context_id: Optional[str] = None, state: Optional[str] = None) -> list[TaskRecord]:
         self.flush()
         with self._lock:
-            rows = self._db.execute("SELECT task, owner, updated_at FROM tasks ORDER BY rowid").fetchall()
-        return _filter([TaskRecord(json.loads(r[0]), r[1], r[2]) for r in rows], context_id, state)
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks ORDER BY rowid").fetchall()
+        return _filter([_record(r) for r in rows], context_id, state)
 
     def __len__(self) -> int:
         self.flush()
@@ -128,6 +161,13 @@ class SqliteTaskStore:
         self.flush()
         with self._lock:
             self._db.close()
+
+
+_COLUMNS = "task, owner, updated_at, requester"
+
+
+def _record(row: tuple) -> TaskRecord:
+    return TaskRecord(json.loads(row[0]), row[1], row[2], row[3])
 
 
 def _filter(records: Iterable[TaskRecord], context_id: Optional[str], state: Optional[str]) -> list[TaskRecord]:

@@ -6,6 +6,10 @@ Multi-Turn Conversation Patterns (Context Identifier Semantics 2).
 ``IdSource`` is the one place ids come from. Unseeded it uses the OS random source; seeded it is
 deterministic (a notebook tested with nbval shows the same ids on every run) while every id keeps
 the shape the profile asks for (UUIDv4, 16-hex-char reply suffix, 16-byte correlation data).
+
+Two values are never seeded: Correlation Data and the reply-topic suffix. They are what a requester
+uses to accept a reply, so whoever can guess them can forge one (a "COMPLETED" task the agent never
+sent). They always come from ``secrets``; notebooks stay stable under nbval by sanitising them.
 """
 from __future__ import annotations
 
@@ -97,9 +101,9 @@ class IdSource:
     """Makes every id the kit needs; deterministic when seeded.
 
     ``IdSource()`` draws from the OS random source (``secrets``/``uuid4``). ``IdSource(seed=7)``
-    draws from ``random.Random(7)``: same ids on every run, still valid UUIDv4 and still unique
-    within the source. Never use a seeded source where ids must be unguessable (tokens); ids here
-    are identifiers, not secrets.
+    draws from ``random.Random(7)`` for the ids a lesson displays (Task.id, contextId, messageId,
+    agent names): same ids on every run, still valid UUIDv4 and still unique within the source.
+    ``correlation()`` and ``reply_suffix()`` ignore the seed: they must stay unguessable.
     """
 
     def __init__(self, seed: Optional[int] = None) -> None:
@@ -149,17 +153,18 @@ class IdSource:
         """16 bytes of MQTT Correlation Data, new for every publish including retries.
 
         Profile: Request/Reply Mapping 2 and 5, Requester Retry and Timeout Profile 3.
+        Always from ``secrets``, seeded or not: a guessable value would let anyone forge a reply.
         """
-        if self._rng is None:
-            return secrets.token_bytes(16)
-        return self._bits(128).to_bytes(16, "big")
+        return secrets.token_bytes(16)
 
     def reply_suffix(self) -> str:
         """A collision-resistant ``reply_suffix``: 16 lowercase hex chars from 64 random bits.
 
-        Profile: Client Session Requirements 4 (it is also a valid identifier).
+        Profile: Client Session Requirements 4 (it is also a valid identifier). Always from
+        ``secrets``, seeded or not: whoever knows the topic can read or spoof replies on a broker
+        without per-client ACLs.
         """
-        return f"{self._bits(64):016x}"
+        return secrets.token_hex(8)
 
     def jsonrpc_id(self) -> str:
         """A JSON-RPC request ``id`` (a UUIDv4 string)."""

@@ -6,6 +6,8 @@ Multi-Turn Conversation Patterns (contextId), plus JSON-RPC and A2A v1.0 paramet
 
 Order of the checks (each step answers with the first problem found):
 1. no Response Topic or no Correlation Data → nothing can be answered: ``Drop``;
+1a. a Response Topic outside the reply namespaces this responder serves (a card, request or event
+    topic, a wildcard) → ``Drop``: answering would let any client make the agent publish there;
 1b. payload above the responder's ``max_request_bytes`` → -32600, id null (not even parsed);
 2. request expired while it waited (Message Expiry) → -32003 ``request_expired``;
 3. binding metadata invalid (content type, payload format, security profile, recipient) → -32005;
@@ -23,6 +25,7 @@ from . import errors, jsonrpc, properties, states
 from .errors import A2AError
 from .ids import is_uuid4
 from .packet import MqttMessage
+from .topics import parse_topic
 
 JSON_CONTENT_TYPES = frozenset({"application/json", "application/json-rpc", "application/json; charset=utf-8"})
 ROLES = frozenset({"ROLE_USER", "ROLE_AGENT"})
@@ -59,6 +62,42 @@ def has_wildcards(topic: str) -> bool:
     return "+" in topic or "#" in topic
 
 
+def reply_path_problem(response_topic: str, namespaces: tuple[str, ...]) -> Optional[str]:
+    """Why a responder must not publish to ``response_topic``, or None when it may.
+
+    A reply goes only to a topic name (no wildcard) inside one of ``namespaces`` (prefixes such as
+    ``$a2a/v1/reply/acme/support/``, see ``topics.reply_namespace``). Without this rule a request
+    naming the agent's own discovery topic as Response Topic would make the agent overwrite its own
+    retained card with a reply (Profile: Request/Reply Mapping 3-4, Responder Behavior 2).
+    """
+    if has_wildcards(response_topic):
+        return f"Response Topic {response_topic!r} has wildcards: nothing can be published there"
+    if not any(response_topic.startswith(ns) and len(response_topic) > len(ns) for ns in namespaces):
+        return (f"Response Topic {response_topic!r} is outside the reply namespace "
+                f"({', '.join(namespaces)}); replying there could overwrite another topic")
+    return None
+
+
+def requester_identity(response_topic: str, subject: Optional[str] = None) -> str:
+    """Who sent a request, as far as a responder can tell: the requester part of its reply topic.
+
+    A profile reply topic ``$a2a/v1/reply/{org}/{unit}/{agent}/{suffix}`` gives the Client ID
+    ``{org}/{unit}/{agent}``; on a broker whose ACL lets each login read only its own reply topics
+    (``broker --secure``), nobody else could read the replies, so the name is as good as the login.
+    Any other allowed topic gives its parent levels. ``subject``: the ``sub`` claim of a valid bearer
+    token, when the responder checks tokens; it becomes part of the identity.
+    """
+    try:
+        info = parse_topic(response_topic)
+    except ValueError:
+        info = None
+    if info is not None and info.kind == "reply":
+        who = f"{info.org}/{info.unit}/{info.agent}"
+    else:
+        who = response_topic.rpartition("/")[0] or response_topic
+    return who if subject is None else f"{who} (sub {subject})"
+
+
 def is_expired(msg: MqttMessage, now: float) -> bool:
     """True when the request's Message Expiry Interval ran out while it waited to be processed.
 
@@ -89,8 +128,11 @@ def check_binding(msg: MqttMessage, my_agent_id: str) -> Optional[A2AError]:
     return None
 
 
-def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Optional[int] = None) -> Verdict:
+def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Optional[int] = None,
+                  reply_namespaces: tuple[str, ...] = ("$a2a/v1/reply/",)) -> Verdict:
     """Steps 1-5 of the module docstring on one received request.
+
+    ``reply_namespaces``: the prefixes a Response Topic must start with (see ``reply_path_problem``).
 
     ``max_bytes``: a larger payload is answered with -32600 (JSON-RPC "Invalid Request": the request
     is not one this responder accepts; not retryable as it is) and id null, without parsing it.
@@ -99,8 +141,9 @@ def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Opt
         return Drop("no Response Topic: the request cannot be answered")
     if msg.correlation_data is None:
         return Drop("no Correlation Data: a reply could not be matched by the requester")
-    if has_wildcards(msg.response_topic):
-        return Drop(f"Response Topic {msg.response_topic!r} has wildcards: nothing can be published there")
+    problem = reply_path_problem(msg.response_topic, reply_namespaces)
+    if problem is not None:
+        return Drop(problem)
     if max_bytes is not None and len(msg.payload) > max_bytes:
         return Rejected(None, errors.invalid_request(
             f"the request is {len(msg.payload)} bytes, above this responder's limit of {max_bytes} bytes"))
@@ -251,6 +294,13 @@ def classify_send(stored: Optional[dict], message: dict) -> str:
     if states.is_interrupted(state):
         return SEND_CONTINUE
     return SEND_DUPLICATE
+
+
+def visible_to(task_requester: Optional[str], caller: str) -> bool:
+    """A task is seen only by the requester that created it: for anyone else it does not exist
+    (GetTask, CancelTask, SubscribeToTask, SendMessage and ListTasks answer as for an unknown task).
+    Tasks stored before requesters were recorded (``None``) stay visible to everyone."""
+    return task_requester is None or task_requester == caller
 
 
 def check_cancel(stored: Optional[dict], task_id: str) -> dict:

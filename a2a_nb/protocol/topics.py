@@ -69,6 +69,16 @@ def reply_topic(org: str, unit: str, agent: str, suffix: str) -> str:
     return f"{PREFIX}/reply/{org}/{unit}/{agent}/{suffix}"
 
 
+def reply_namespace(org: str, unit: str) -> str:
+    """``$a2a/v1/reply/{org}/{unit}/``: where the requesters of one org and unit get their replies.
+
+    A responder publishes replies only below a namespace like this one (Profile: Request/Reply
+    Mapping 4), never to a Response Topic that names a card, a request or an event topic.
+    """
+    _ids(org, unit)
+    return f"{PREFIX}/reply/{org}/{unit}/"
+
+
 def reply_filter(org: str, unit: str, agent: str) -> str:
     """``$a2a/v1/reply/{org}/{unit}/{agent}/+``: every reply topic of one requester."""
     _ids(org, unit)

@@ -380,14 +380,17 @@ def test_sqlite_store_survives_a_responder_restart(broker_url, traffic, tmp_path
     task = req.get_task(done.task_id)
     assert task["id"] == done.task_id and task["status"]["state"] == COMPLETED
     assert task["status"]["message"]["parts"][0]["text"] == "done: remember me"
-    # a retry of the original request after the restart is still deduplicated
-    raw = RawClient(broker_url)
+    # a retry of the original request (from the same requester) after the restart is still deduplicated
+    req.close()
+    raw = RawClient(broker_url, agent=req.agent)
     original = traffic.requests(agent, "SendMessage")[0][1]
     _, _, again = raw.call(agent, original)
     assert again["result"]["task"]["status"]["state"] == COMPLETED
     assert second_handler.calls == []
+    raw.session.close()
+    req = Requester(req.agent, broker=broker_url, retry=FAST)
     with pytest.raises(A2AError) as exc:
-        req.continue_task(done, "more")
+        req.send(agent, message=req.new_message("more", task_id=done.task_id, context_id=done.context_id))
     assert exc.value.code == -32004
 
 
@@ -440,12 +443,11 @@ def test_blocking_send_waiting_on_a_canceled_task_gets_the_canceled_task(broker_
     handler = Counter(delay=5)
     Responder(agent, handler, broker=broker_url)
     req = Requester(uid("coord"), broker=broker_url, retry=RetryProfile(reply_first_timeout_s=4, stream_idle_timeout_s=1))
-    other = Requester(uid("boss"), broker=broker_url, retry=FAST)
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("reply", req.send(agent, "long")))
     t.start()
     assert wait_until(lambda: handler.calls, 3)
-    other.cancel_task(handler.calls[0], to=agent)
+    req.cancel_task(handler.calls[0], to=agent)  # the same requester, from another thread
     t.join(3)
     assert out["reply"].state == "TASK_STATE_CANCELED"
     assert len(out["reply"].attempts) == 1

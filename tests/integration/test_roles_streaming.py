@@ -404,8 +404,7 @@ def test_subscribe_to_a_running_task_gives_a_snapshot_first_then_events(broker_u
     owner = Requester(uid("coord"), broker=broker_url, retry=FAST)
     started = owner.send(agent, "run", return_immediately=True)
     assert wait_until(lambda: owner.get_task(started.task_id)["status"]["state"] == WORKING, 3)
-    other = Requester(uid("watcher"), broker=broker_url, retry=FAST)
-    sub = other.subscribe(started.task_id, to=agent)
+    sub = owner.subscribe(started.task_id, to=agent)
     first = next(sub)
     assert first.kind == "task" and first.state == WORKING
     assert first.data["artifacts"][0]["parts"][0]["text"] == "first "

@@ -110,13 +110,21 @@ def test_id_source_shapes(seed):
 
 def test_seeded_sources_are_reproducible_and_unseeded_are_not():
     def draw(src):
-        return (src.task_id(), src.context_id(), src.message_id("TCK-4821"), src.correlation(),
-                src.reply_suffix(), src.jsonrpc_id())
+        return (src.task_id(), src.context_id(), src.message_id("TCK-4821"), src.jsonrpc_id())
 
     assert draw(IdSource(7)) == draw(IdSource(7))
     assert draw(IdSource(7)) != draw(IdSource(8))
     assert draw(IdSource()) != draw(IdSource())
     assert IdSource(7).seed == 7 and IdSource().seed is None
+
+
+def test_correlation_and_reply_suffix_ignore_the_seed():
+    """The values a requester accepts replies by must never be guessable, seeded source or not."""
+    a, b = IdSource(4821), IdSource(4821)
+    assert a.task_id() == b.task_id()  # what a lesson displays is reproducible...
+    corrs = {IdSource(4821).correlation() for _ in range(50)}
+    suffixes = {IdSource(4821).reply_suffix() for _ in range(50)}
+    assert len(corrs) == 50 and len(suffixes) == 50  # ...what protects replies is not
 
 
 def test_message_ids_with_prefix_are_counted_and_unique():
