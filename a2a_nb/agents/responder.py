@@ -46,7 +46,9 @@ class Responder:
 
     ``card``: the Agent Card to publish retained (None for a spawned instance: no card of its own).
     ``runtime``: share one between a card agent and the instances it spawns.
-    ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``.
+    ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``, or, where the
+    broker does not deliver ``$share`` on ``$`` topics, the plain pool topic, claiming among the live
+    members (see :mod:`a2a_nb.protocol.pools`; ``pool_slot`` is no longer needed and is ignored).
     ``inline``: run the handler on the network thread instead of a worker (one thread switch less
     per request); only for handlers that answer at once and never block, such as echo.
     ``auth``: a :class:`~a2a_nb.agents.auth.BearerPolicy`; every request must then carry a valid
@@ -90,6 +92,8 @@ class Responder:
         self.pool = pool
         self.pool_slot = pool_slot
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
+        self._live: set[str] = set()  # slot mode: the pool members whose presence says online
+        self._live_lock = threading.Lock()
         self.binary_artifacts = binary_artifacts
         self.ids = ids or IdSource()
         self.max_pending = max_pending
@@ -116,8 +120,11 @@ class Responder:
         will = None
         if self.card is not None:
             will = self._card_message(properties.OFFLINE, properties.SOURCE_LWT)
+        elif self.pool:  # a pool member has no card: its will marks its presence offline
+            will = self._presence_message(properties.OFFLINE, properties.SOURCE_LWT)
         self.session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
                                keepalive=self._keepalive)
+        self.session.on_reconnect = self._on_reconnect
         self.runtime.register(self)
         for i in range(self._workers_n):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
@@ -135,17 +142,58 @@ class Responder:
         the plain pool topic with slot claiming (Profile: Optional Shared Subscription Dispatch)."""
         probe = f"$a2a-nb-probe/{self.org}/{self.unit}/{self.agent}"  # a $ topic outside $a2a/: no recorder sees it
         if self.session.delivers_shared_dollar_topics(probe):
-            self.pool_mode = "shared"
+            self.pool_mode = "shared"  # the broker dispatches: presence is only for people watching
             self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool),
                                    handler=self._on_pool_request)
+            self._announce(properties.ONLINE)
             return
-        if self.pool_slot is None:
-            raise RuntimeError(
-                f"the broker at {self.session.endpoint.url} does not deliver $share subscriptions on $a2a topics "
-                "(Mosquitto 2.0.11 does not): give each pool member pool_slot=(index, members) so members can "
-                "claim requests among themselves")
+        # Order matters: learn who is live, tell the others (PUBACK: they have it queued), and only then
+        # take pool requests, so every member sees this one's presence before a request it could claim.
         self.pool_mode = "slot"
+        with self._live_lock:
+            self._live = {self.agent}
+        self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
+        self._announce(properties.ONLINE)
         self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool), handler=self._on_pool_request)
+
+    def _presence_message(self, status: str, source: str) -> MqttMessage:
+        return pools.presence_message(self.org, self.unit, self.pool, self.agent, status, source)
+
+    def _announce(self, status: str, timeout: float = 5.0) -> None:
+        """Publish this member's retained presence (``online`` on joining, ``offline`` on a graceful stop)."""
+        self.session.publish(self._presence_message(status, properties.SOURCE_AGENT), timeout=timeout)
+
+    def _on_presence(self, msg: MqttMessage) -> None:
+        """Network thread: keep the set of live members of this pool (this member always counts itself)."""
+        seen = pools.read_presence(msg)
+        if seen is None or seen.pool != self.pool or seen.agent == self.agent:
+            return
+        with self._live_lock:
+            if seen.online:
+                self._live.add(seen.agent)
+            else:
+                self._live.discard(seen.agent)
+
+    def _claims(self, msg: MqttMessage) -> bool:
+        """Slot mode: does this member win the rendezvous hash of the request among the live members?
+        Decided on the network thread as the request arrives, so every member decides with the
+        presence messages that came before it, in the broker's order."""
+        with self._live_lock:
+            live = tuple(self._live)
+        return pools.claim(pools.pool_key(msg.payload, msg.correlation_data), live) == self.agent
+
+    def _on_reconnect(self) -> None:
+        """After every reconnect (its own thread): a broker restarted without persistence has forgotten
+        the retained card and presence messages, so they are published again; a pool member also learns
+        the live members afresh (Profile: Presence and Liveness)."""
+        if self.pool_mode == "slot":
+            with self._live_lock:
+                self._live = {self.agent}
+            self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
+        if self.pool:
+            self._announce(properties.ONLINE)
+        if self.card is not None:
+            self.publish_card()
 
     def _card_message(self, status: str, source: str) -> MqttMessage:
         return MqttMessage(self.discovery_topic, encode_json(self.card), qos=1, retain=True,
@@ -164,7 +212,8 @@ class Responder:
         self.card = None
 
     def stop(self) -> None:
-        """Graceful stop: the card is republished ``offline`` (source ``agent``) first."""
+        """Graceful stop: the card (and a pool member's presence) is republished ``offline`` (source
+        ``agent``) first."""
         if self.session is None or self.session.closed:
             return
         if self.card is not None:
@@ -172,6 +221,11 @@ class Responder:
                 self.session.publish(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT), timeout=2)
             except Exception as exc:
                 log.warning("%s: could not publish offline card: %s", self.agent, exc)
+        if self.pool:
+            try:
+                self._announce(properties.OFFLINE, timeout=2)
+            except Exception as exc:
+                log.warning("%s: could not publish offline presence: %s", self.agent, exc)
         self._shutdown_workers()
         self.session.close()
         self.runtime.unregister(self)
@@ -214,6 +268,8 @@ class Responder:
 
     # -- intake (network thread: queue only) ----------------------------------------------------------
     def _on_pool_request(self, msg: MqttMessage) -> None:
+        if self.pool_mode == "slot" and not self._claims(msg):
+            return  # another live member of the pool claims this one
         self._intake(msg, pooled=True)
 
     def _on_request(self, msg: MqttMessage) -> None:
@@ -258,10 +314,6 @@ class Responder:
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
-        if pooled and self.pool_mode == "slot":
-            index, members = self.pool_slot
-            if pools.claim_slot(pools.pool_key(msg.payload, msg.correlation_data), members) != index:
-                return  # another member of the pool claims this one
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.max_request_bytes,
                                         self.reply_namespaces)
         if isinstance(verdict, inbound.Drop):

@@ -177,6 +177,10 @@ class Session:
     ``subscribe`` call (else to ``default_handler``, else to ``inbox``). Handlers must be quick:
     they only hand items to queues or conditions.
     Creating a second Session with the same client ID closes the first one (re-running a cell).
+    ``on_reconnect``: called (with no arguments, on a short-lived thread of its own, never on paho's
+    network thread) after every successful re-connect, once the subscriptions are renewed. A
+    broker restarted without persistence has forgotten every retained message, so agents republish
+    their retained Agent Card from here (Profile: Presence and Liveness, LWT Configuration 4).
     """
 
     def __init__(
@@ -196,6 +200,7 @@ class Session:
         self.endpoint = broker if isinstance(broker, BrokerEndpoint) else resolve(broker)
         self.keepalive = keepalive
         self.default_handler = default_handler
+        self.on_reconnect: Optional[Callable[[], None]] = None
         self.inbox: "queue.Queue[MqttMessage]" = queue.Queue()
         self._will = will
         self._subs: list[tuple[Subscription, Optional[Handler]]] = []
@@ -300,6 +305,22 @@ class Session:
             self._cond.notify_all()
         if resubscribe and subs:
             client.subscribe([(s.filter, _options(s)) for s, _ in subs])
+        if self._connected and self.connect_count > 1 and self.on_reconnect is not None:
+            self._run_reconnect_hook()
+
+    def _run_reconnect_hook(self) -> None:
+        """Call ``on_reconnect`` on its own thread: it may publish and wait for the PUBACK, which
+        only this network thread could read (waiting here would deadlock)."""
+        def run() -> None:
+            hook = self.on_reconnect
+            if hook is None or self._closed:
+                return
+            try:
+                hook()
+            except Exception:  # a failing hook must not end the session; the next reconnect calls it again
+                log.exception("%s: the on_reconnect hook failed", self.client_id)
+
+        threading.Thread(target=run, name=f"{self.agent}-reconnected", daemon=True).start()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         with self._cond:
