@@ -23,6 +23,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--pool", default=None, help="also consume the shared pool request topic of this pool")
     s.add_argument("--members", type=int, default=1, help="analyst pool: how many members to run")
     s.add_argument("--store", default=None, help="SQLite file for the desk's tasks (survives a restart)")
+    s.add_argument("--pace", type=float, default=0.05, help="seconds between the analyst's steps (default 0.05)")
     _scope(s)
 
     m = sub.add_parser("send", help="one SendMessage (or --stream) and print the reply, state and round trip")
@@ -72,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"echo serving on {r.request_topic} ({resolve(args.broker).url})", flush=True)
     elif args.agent == "ticket-desk":
         desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover, store_path=args.store,
-                          pool=args.pool)
+                          pool=args.pool, pace=args.pace)
         stoppers.append(desk.stop)
         print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover})", flush=True)
     else:
@@ -80,7 +81,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("error: serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)",
                   file=sys.stderr)
             return 2
-        for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url):
+        for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url,
+                                   pace=args.pace):
             stoppers.append(member.stop)
             print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
     try:

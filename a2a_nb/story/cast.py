@@ -16,6 +16,7 @@ import threading
 from typing import Callable, Optional, Union
 
 from ..agents.context import TaskContext
+from ..agents.recovery import fail_orphaned_tasks
 from ..agents.responder import Responder
 from ..agents.runtime import TaskRuntime
 from ..agents.store import MemoryTaskStore, SqliteTaskStore
@@ -139,6 +140,12 @@ class TicketDesk:
         self.instances: list[Responder] = []
         self.killed: list[str] = []
         self._lock = threading.Lock()
+        # A store that survived the last run may hold tasks nobody executes any more: give them their end
+        # before the desk takes requests. Every task in it is the desk's or one of its analysts'.
+        self.orphans_failed = fail_orphaned_tasks(self.runtime, ids=self.ids) if store_path else []
+        if self.orphans_failed:
+            log.info("ticket-desk: %d task(s) were running when the desk last stopped; marked failed",
+                     len(self.orphans_failed))
         self.desk = Responder("ticket-desk", self._desk_handler, org=org, unit=unit, card=desk_card(org, unit),
                               runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), ids=self.ids, pool=pool)
 
@@ -193,8 +200,10 @@ class TicketDesk:
 def analyst_pool(pool: str, members: int = 3, *, org: str = "acme", unit: str = "support",
                  broker: BrokerChoice = None, pace: float = 0.05,
                  seed: Optional[int] = None) -> list[Responder]:
-    """Pool members consuming ``$share/{group_id}/.../pool/{pool}``, each with its own store."""
+    """Pool members consuming ``$share/{group_id}/.../pool/{pool}`` (or, on Mosquitto 2.0.11, the pool
+    topic with claiming among the live members: a member that dies leaves its work to the others),
+    each with its own store."""
     ids = IdSource(seed)
     analyst = Analyst(pace=pace)
-    return [Responder(f"analyst-{pool}-{i + 1}", analyst, org=org, unit=unit, pool=pool, pool_slot=(i, members),
+    return [Responder(f"analyst-{pool}-{i + 1}", analyst, org=org, unit=unit, pool=pool,
                       broker=broker_for(broker, f"analyst-{pool}-{i + 1}"), ids=ids) for i in range(members)]
