@@ -113,6 +113,12 @@ class TaskRuntime:
     def get(self, task_id: str) -> Optional[TaskRecord]:
         return self.store.get(task_id)
 
+    @property
+    def tracked_tasks(self) -> int:
+        """Tasks with live bookkeeping here (listeners, cancel flag); finished tasks leave at once."""
+        with self.lock:
+            return len(self._entries)
+
     def create(self, message: dict, owner: str, context_id: str, requester: Optional[str] = None) -> TaskRecord:
         """A new SUBMITTED task, executed by ``owner``, belonging to ``requester`` (who asked)."""
         msg = dict(message)
