@@ -258,3 +258,33 @@ def test_finished_tasks_leave_the_runtime_and_the_store_stays_bounded(broker_url
             assert req.send(agent, f"n{i}").text == f"echo: n{i}"
     assert len(runtime.store) == 50
     assert runtime.tracked_tasks == 0
+
+
+def test_on_the_secure_broker_a_login_cannot_borrow_another_requesters_identity():
+    """The owner is the requester part of the reply topic; the secure broker's ACL lets each login read
+    only its own reply topics, so naming the coordinator's reply topic gets an intruder nothing."""
+    from a2a_nb.mqtt.secure import SecureBroker
+
+    with SecureBroker() as broker:
+        desk = TicketDesk(broker=broker.credentials_for(), handover="none", pace=0.0)
+        owner = Requester("coordinator", broker=broker.credentials("coordinator"), retry=FAST)
+        paused = owner.send("ticket-desk", "Analyze ticket TCK-4821: order status not updating after checkout")
+        assert paused.state == states.INPUT_REQUIRED
+        got: list[MqttMessage] = []
+        intruder = Session(ORG, "support", "discovery", broker=broker.credentials("discovery"))
+        own_topic = topics.reply_topic(ORG, "support", "discovery", "x1")
+        borrowed = topics.reply_topic(ORG, "support", "coordinator", "x1")
+        intruder.subscribe(own_topic, handler=got.append)
+        intruder.subscribe(borrowed, handler=got.append)  # acknowledged, but the ACL never delivers
+        get = jsonrpc.request(jsonrpc.GET_TASK, {"id": paused.task_id}, "g1")
+        for corr, topic in ((b"as-me", own_topic), (b"as-coordinator", borrowed)):
+            intruder.publish(MqttMessage(topics.request_topic(ORG, "support", "ticket-desk"), encode_json(get),
+                                         qos=1, response_topic=topic, correlation_data=corr))
+        assert wait_until(lambda: got, 3)
+        time.sleep(0.3)
+        assert [m.correlation_data for m in got] == [b"as-me"]
+        assert json.loads(got[0].payload)["error"]["code"] == errors.TASK_NOT_FOUND
+        assert owner.get_task(paused.task_id)["status"]["state"] == states.INPUT_REQUIRED
+        owner.close()
+        intruder.close()
+        desk.stop()
