@@ -1,0 +1,91 @@
+"""Pool claiming without ``$share``: rendezvous hashing over the live members, and presence messages.
+
+Profile: Optional Shared Subscription Dispatch 4, 13 (member coordination is implementation-specific);
+Presence and Liveness (status user properties, Last Will). Pure functions: no broker.
+"""
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import Counter
+
+import pytest
+
+from a2a_nb.protocol import pools, properties
+from a2a_nb.protocol.packet import MqttMessage, encode_json
+
+MEMBERS = ["analyst-a", "analyst-b", "analyst-c"]
+KEYS = [str(uuid.UUID(int=i, version=4)) for i in range(3000)]
+
+
+def test_every_member_computes_the_same_winner_whatever_the_order_of_names():
+    for key in KEYS[:200]:
+        winners = {pools.claim(key, list(order)) for order in itertools.permutations(MEMBERS)}
+        assert len(winners) == 1
+        assert winners <= set(MEMBERS)
+    assert pools.claim(KEYS[0], MEMBERS + MEMBERS) == pools.claim(KEYS[0], MEMBERS)  # a set, not a list
+
+
+def test_keys_spread_over_the_members():
+    counts = Counter(pools.claim(k, MEMBERS) for k in KEYS)
+    assert set(counts) == set(MEMBERS)
+    assert all(800 <= n <= 1200 for n in counts.values()), counts  # about a third each
+
+
+def test_when_a_member_dies_only_its_keys_move():
+    before = {k: pools.claim(k, MEMBERS) for k in KEYS}
+    dead = "analyst-b"
+    after = {k: pools.claim(k, [m for m in MEMBERS if m != dead]) for k in KEYS}
+    moved = {k for k in KEYS if before[k] != after[k]}
+    assert moved == {k for k in KEYS if before[k] == dead}
+    assert dead not in after.values()
+    assert {after[k] for k in moved} == {"analyst-a", "analyst-c"}  # shared among the survivors
+
+
+def test_a_member_that_joins_takes_keys_only_for_itself():
+    before = {k: pools.claim(k, MEMBERS) for k in KEYS}
+    after = {k: pools.claim(k, MEMBERS + ["analyst-d"]) for k in KEYS}
+    assert {after[k] for k in KEYS if before[k] != after[k]} == {"analyst-d"}
+
+
+def test_a_lone_member_claims_everything_and_an_empty_pool_is_an_error():
+    assert {pools.claim(k, ["analyst-a"]) for k in KEYS[:50]} == {"analyst-a"}
+    with pytest.raises(ValueError, match="at least one live member"):
+        pools.claim(KEYS[0], [])
+
+
+def test_presence_is_retained_on_the_members_event_topic_with_status_properties():
+    online = pools.presence_message("acme", "support", "analysts", "analyst-a", properties.ONLINE,
+                                    properties.SOURCE_AGENT)
+    assert online.topic == "$a2a/v1/event/acme/support/analyst-a"
+    assert online.retain and online.qos == 1
+    assert online.user_property(properties.STATUS) == "online"
+    assert online.user_property(properties.STATUS_SOURCE) == "agent"
+    assert online.user_property(properties.EVENT_TYPE) == pools.PRESENCE_EVENT
+    assert pools.read_presence(online) == pools.Presence("analysts", "analyst-a", True)
+
+    will = pools.presence_message("acme", "support", "analysts", "analyst-a", properties.OFFLINE,
+                                  properties.SOURCE_LWT)
+    assert pools.read_presence(will) == pools.Presence("analysts", "analyst-a", False)
+    assert pools.presence_filter("acme", "support") == "$a2a/v1/event/acme/support/+"
+
+
+def test_messages_that_are_not_a_members_own_presence_are_ignored():
+    props = ((properties.EVENT_TYPE, pools.PRESENCE_EVENT), (properties.STATUS, "online"))
+    body = encode_json({"pool": "analysts", "agent": "analyst-a"})
+    assert pools.read_presence(MqttMessage("$a2a/v1/event/acme/support/analyst-a", body)) is None  # no event type
+    # a member can only speak for itself: the agent it names is the agent of its topic
+    assert pools.read_presence(MqttMessage("$a2a/v1/event/acme/support/mallory", body, user_properties=props)) is None
+    assert pools.read_presence(MqttMessage("$a2a/v1/event/acme/support/analyst-a", b"not json",
+                                           user_properties=props)) is None
+    assert pools.read_presence(MqttMessage("$a2a/v1/event/acme/support/analyst-a", b'{"pool": 1}',
+                                           user_properties=props)) is None
+
+
+def test_the_claim_key_is_the_task_id_so_a_retry_is_claimed_by_the_same_live_member():
+    task_id = KEYS[7]
+    first = encode_json({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                         "params": {"message": {"taskId": task_id, "messageId": "m1", "role": "ROLE_USER",
+                                                "parts": [{"text": "hi"}]}}})
+    assert pools.pool_key(first, b"corr-1") == pools.pool_key(first, b"corr-2") == task_id
+    assert pools.pool_key(b"garbage", b"\x01\x02") == "0102"
