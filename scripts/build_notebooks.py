@@ -591,8 +591,10 @@ SEND_AND_TRACK = [
     ## Step 1. The agents and the coordinator
 
     The same desk and echo agent as in lesson 01, and the coordinator: a `Requester`. On creation it
-    subscribes to its own **reply topic** (a random suffix, drawn from the seeded ids), before it
-    ever sends anything: replies can only arrive where somebody listens.
+    subscribes to its own **reply topic** before it ever sends anything: replies can only arrive where
+    somebody listens. The lesson seeds its ids (`seed=4821`) so that Task.ids and names are the same on
+    every run, but never the reply topic's suffix or the Correlation Data: a reply is accepted because
+    of them, so whoever could guess them could forge one. Those always come from `secrets`.
     """),
     code("""
     import json
@@ -818,7 +820,30 @@ SEND_AND_TRACK = [
     Our task went `working` → `input-required` → `working` → `completed`. A terminal task never changes
     again: to analyse the ticket once more, the coordinator starts a **new task in the same context**.
 
-    ## Step 9. Try it yourself: a send form
+    ## Step 9. Whose task is it?
+
+    A task belongs to the requester that created it. The desk knows who that is from the request's
+    reply topic: `$a2a/v1/reply/acme/support/coordinator/...` names the coordinator (and on a broker
+    with a password per agent, lesson 08, nobody else may read replies there). Anyone else asking about
+    the coordinator's task, to the desk or to the analyst, gets the answer for a task that does not
+    exist (-32001), and their `ListTasks` does not show it. The same holds for `CancelTask`,
+    `SubscribeToTask` and a message continuing the task.
+    """),
+    code("""
+    from a2a_nb.protocol.errors import A2AError
+
+    stranger = Requester("stranger")
+    for agent in ("ticket-desk", coordinator.routing.target(reply.task_id).agent):
+        try:
+            stranger.get_task(reply.task_id, to=agent)
+        except A2AError as err:
+            print(f"stranger's GetTask at {agent}: error {err.code}: {err.message}")
+    print("tasks the stranger can list:   ", len(stranger.list_tasks("ticket-desk")["tasks"]))
+    print("tasks the coordinator can list:", len(coordinator.list_tasks("ticket-desk")["tasks"]))
+    stranger.close()
+    """),
+    md("""
+    ## Step 10. Try it yourself: a send form
 
     Pick an agent, type, send. With *stream* ticked the form uses `SendStreamingMessage` and shows every
     event as it arrives; when a task stops at input-required, tick *continue the last task* and send
@@ -832,7 +857,7 @@ SEND_AND_TRACK = [
     form
     """, IGNORE),
     md("""
-    ## Step 10. Clean up
+    ## Step 11. Clean up
     """),
     code("""
     desk.stop()
@@ -849,6 +874,7 @@ SEND_AND_TRACK = [
       hands the task over to another agent, and the routing table follows it.
     - `INPUT_REQUIRED` is answered on the same task with a new message; `GetTask` with backoff tracks
       a task to a terminal state; the report is an Artifact, the conclusion the status message.
+    - A task belongs to its requester: to anyone else it does not exist.
 
     ## What's next
     [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb): the same ticket with
@@ -2323,7 +2349,7 @@ SECURITY = [
     from a2a_nb.mqtt import Session
     from a2a_nb.mqtt.secure import SecureBroker
     from a2a_nb.mqtt.session import SessionError
-    from a2a_nb.protocol import IdSource, MqttMessage, cards, encode_json, errors, properties, states, topics
+    from a2a_nb.protocol import IdSource, MqttMessage, cards, encode_json, errors, jsonrpc, properties, states, topics
     from a2a_nb.protocol.errors import A2AError
     from a2a_nb.protocol.retry import RetryProfile
     from a2a_nb.story.cast import desk_card
@@ -2575,6 +2601,25 @@ SECURITY = [
     print()
     print("the desk's card on the broker:", repr(entry.card["description"][:45] + "..."))
     print("unchanged:", entry.card == card)
+    """),
+    md("""
+    **She turns the desk against its own card.** The desk answers every request on the request's
+    *Response Topic*. Mallory names the desk's own discovery topic as Response Topic: if the desk
+    answered there, its reply (an error object) would replace its retained card, and discovery would
+    lose the desk. The broker would allow it (the desk may write its own card). The desk does not: it
+    publishes replies only inside the reply namespace `$a2a/v1/reply/acme/support/`, and drops any other
+    request unanswered, before the token check, before any work.
+    """),
+    code("""
+    dropped_before = desk.stats.dropped
+    mallory.session.publish(MqttMessage(topics.request_topic("acme", "support", "ticket-desk"),
+                                        encode_json(jsonrpc.request(jsonrpc.GET_TASK, {"id": reply.task_id}, "m-1")),
+                                        response_topic=desk_topic, correlation_data=b"reflect"))
+    disco.close()
+    disco = Discovery(agent="discovery", broker=broker.credentials("discovery"))
+    entry = disco.wait_for("ticket-desk", status="online")
+    print("requests the desk dropped:", desk.stats.dropped - dropped_before)
+    print("its card is still the card:", entry.card == card)
     """),
     md("""
     What a stolen password *does* give her: echo's own rights. She can publish a card for echo, read
