@@ -125,6 +125,8 @@ class Responder:
         self.session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
                                keepalive=self._keepalive)
         self.session.on_reconnect = self._on_reconnect
+        if self.pool:
+            self.session.on_close = self._leave_pool
         self.runtime.register(self)
         for i in range(self._workers_n):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
@@ -158,6 +160,13 @@ class Responder:
 
     def _presence_message(self, status: str, source: str) -> MqttMessage:
         return pools.presence_message(self.org, self.unit, self.pool, self.agent, status, source)
+
+    def _leave_pool(self) -> None:
+        """The session closes without ``stop()`` (``stop_all()``, the end of the process): the broker
+        sends no will after a clean DISCONNECT, so say ``offline`` now, or the other members would
+        keep counting this one and its share of the requests would never be answered. Not waited
+        for: paho sends it before the DISCONNECT."""
+        self.session.publish_nowait(self._presence_message(properties.OFFLINE, properties.SOURCE_AGENT))
 
     def _announce(self, status: str, timeout: float = 5.0) -> None:
         """Publish this member's retained presence (``online`` on joining, ``offline`` on a graceful stop)."""
@@ -222,6 +231,7 @@ class Responder:
             except Exception as exc:
                 log.warning("%s: could not publish offline card: %s", self.agent, exc)
         if self.pool:
+            self.session.on_close = None  # said here, and waited for
             try:
                 self._announce(properties.OFFLINE, timeout=2)
             except Exception as exc:

@@ -181,6 +181,10 @@ class Session:
     network thread) after every successful re-connect, once the subscriptions are renewed. A
     broker restarted without persistence has forgotten every retained message, so agents republish
     their retained Agent Card from here (Profile: Presence and Liveness, LWT Configuration 4).
+    ``on_close``: called on the caller's thread by ``close()`` (not by a ``send_will`` close), while
+    the session can still publish: the last word of an agent that exits without a goodbye of its
+    own (``stop_all()``, ``atexit``, a re-run cell), since the broker sends no will after a clean
+    DISCONNECT.
     """
 
     def __init__(
@@ -201,6 +205,7 @@ class Session:
         self.keepalive = keepalive
         self.default_handler = default_handler
         self.on_reconnect: Optional[Callable[[], None]] = None
+        self.on_close: Optional[Callable[[], None]] = None
         self.inbox: "queue.Queue[MqttMessage]" = queue.Queue()
         self._will = will
         self._subs: list[tuple[Subscription, Optional[Handler]]] = []
@@ -492,6 +497,13 @@ class Session:
     def close(self, send_will: bool = False) -> None:
         """Disconnect. ``send_will=True`` asks the broker to publish the last will anyway: a clean
         way to show a "crashed" agent without killing a process."""
+        hook = self.on_close
+        if hook is not None and not send_will and not self._closed:
+            self.on_close = None
+            try:
+                hook()
+            except Exception:  # closing must go on
+                log.exception("%s: the on_close hook failed", self.client_id)
         with self._cond:
             if self._closed:
                 return

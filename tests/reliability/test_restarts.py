@@ -1,0 +1,215 @@
+"""Restarts heal (issue 12 item 6): a restarted broker shows every running agent again, an agent
+restarted on its store gives the tasks it was running an end, and a pool whose member died keeps
+serving.
+
+Profile: Presence and Liveness (retained card with ``a2a-status``, Last Will), Requester Retry and
+Timeout Profile (same Task.id, new Correlation Data), Optional Shared Subscription Dispatch 4, 13.
+Against real Mosquitto brokers: ``private_broker`` where the broker restarts, the shared one
+otherwise; agents run in this process or as ``python -m a2a_nb serve`` processes killed with SIGKILL.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from a2a_nb.agents.recovery import RESTART_REASON
+from a2a_nb.agents.requester import Requester
+from a2a_nb.agents.responder import Responder
+from a2a_nb.mqtt.session import Session
+from a2a_nb.protocol import messages, pools, properties, topics
+from a2a_nb.protocol.retry import RetryProfile
+from a2a_nb.story.cast import Analyst, TicketDesk, echo_card, echo_handler
+from tests.waiting import wait_until
+
+CLI = [sys.executable, "-m", "a2a_nb"]
+COMPLETED, FAILED = "TASK_STATE_COMPLETED", "TASK_STATE_FAILED"
+INPUT_REQUIRED, WORKING = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING"
+TICKET = "Analyze ticket TCK-4821"
+STEPS = "refresh the order page twice right after checkout"
+
+
+def uid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+# -- 1. cards come back after a broker restart -------------------------------------------------------------
+def retained_cards(url: str, unit: str = "support", listen: float = 0.3) -> dict[str, tuple[str, str]]:
+    """What a subscriber connecting now sees retained on the discovery topics:
+    ``{agent: (a2a-status, a2a-status-source)}``."""
+    seen: dict[str, tuple[str, str]] = {}
+    with Session("acme", unit, uid("watcher"), broker=url) as s:
+        def on_card(m):
+            if m.retain and m.payload:
+                seen[m.topic.rsplit("/", 1)[1]] = (m.user_property(properties.STATUS),
+                                                   m.user_property(properties.STATUS_SOURCE))
+        s.subscribe(topics.discovery_filter("acme", unit), handler=on_card)
+        time.sleep(listen)
+    return seen
+
+
+def test_cards_are_published_again_after_a_broker_restart_without_persistence(private_broker):
+    url = private_broker.url
+    echo = Responder("echo", echo_handler, card=echo_card(), broker=url, inline=True)
+    desk = TicketDesk(broker=url)
+    online = {"echo": ("online", "agent"), "ticket-desk": ("online", "agent")}
+    assert retained_cards(url) == online
+
+    private_broker.restart(pause=0.2)  # `persistence false`: the broker forgets every retained card
+    assert echo.session.wait_connected(10) and desk.desk.session.wait_connected(10)
+    cards = wait_until(lambda: (lambda c: c if c == online else None)(retained_cards(url)), timeout=5)
+    assert cards == online, "a fresh subscriber does not see every running agent online after the restart"
+
+    private_broker.restart(pause=0.1)  # every reconnect, not only the first
+    assert echo.session.wait_connected(10) and echo.session.connect_count >= 3
+    assert wait_until(lambda: retained_cards(url) == online, timeout=5)
+    reply = Requester(uid("coord"), broker=url).send("echo", "still there?")
+    assert reply.message is not None and messages.text_of(reply.message) == "echo: still there?"
+
+
+# -- 2. a desk restarted on its store: orphaned tasks fail, interrupted ones continue -------------------------
+@pytest.fixture
+def serve_desk(broker_url):
+    procs: list[subprocess.Popen] = []
+    env = {**os.environ, "A2A_BROKER_URL": broker_url, "PYTHONUNBUFFERED": "1"}
+
+    def serve(store, unit: str, pace: float) -> subprocess.Popen:
+        p = subprocess.Popen(CLI + ["serve", "ticket-desk", "--store", str(store), "--unit", unit,
+                                    "--pace", str(pace)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        line = p.stdout.readline()
+        assert "serving" in line, p.stderr.read()
+        return p
+
+    yield serve
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            p.wait(timeout=15)
+        p.stdout.close()
+        p.stderr.close()
+
+
+def test_a_desk_killed_mid_task_fails_it_at_restart_and_continues_interrupted_tasks(serve_desk, broker_url,
+                                                                                    tmp_path):
+    unit, store = uid("rs"), tmp_path / "desk.db"
+    # one attempt per target: the dead analyst stays silent for 2 s, then the card agent is asked
+    retry = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=5.0, max_attempts=1, backoff_s=(0.1,))
+    req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=retry)
+    desk = serve_desk(store, unit, pace=1.0)
+
+    waiting = req.send("ticket-desk", TICKET)  # no reproduction steps yet: the analyst asks for them
+    assert waiting.state == INPUT_REQUIRED
+    running = req.stream("ticket-desk", f"{TICKET}\nReproduction: {STEPS}")
+    for event in running:
+        if event.state == WORKING:
+            break
+    desk.send_signal(signal.SIGKILL)  # no goodbye, no will handling of its own: the process is gone
+    assert desk.wait(timeout=10) == -signal.SIGKILL
+
+    serve_desk(store, unit, pace=0.05)  # same store
+    task = req.get_task(running.task_id)
+    assert task["status"]["state"] == FAILED, task["status"]
+    assert messages.text_of(task["status"]["message"]) == RESTART_REASON
+
+    done = req.continue_task(waiting, f"Reproduction: {STEPS}")
+    assert done.state == COMPLETED, done.result
+    assert done.task["id"] == waiting.task_id
+
+
+# -- 3. a pool whose member died keeps serving -----------------------------------------------------------------
+SHORT = RetryProfile(reply_first_timeout_s=0.8, stream_idle_timeout_s=2.0, max_attempts=4,
+                     backoff_s=(0.05, 0.1, 0.2))
+
+
+def run_pool(req: Requester, pool: str, n: int, kill, kill_after: int):
+    """Send ``n`` tasks to ``pool:NAME`` concurrently; call ``kill()`` once ``kill_after`` were answered."""
+    answered = threading.Semaphore(0)
+
+    def one(i: int):
+        try:
+            return req.send(f"pool:{pool}", f"{TICKET}\nReproduction: job {i}")
+        finally:
+            answered.release()
+
+    with ThreadPoolExecutor(10) as ex:
+        futures = [ex.submit(one, i) for i in range(n)]
+        for _ in range(kill_after):
+            assert answered.acquire(timeout=30)
+        kill()
+        return [f.result(timeout=60) for f in futures]
+
+
+def assert_each_completed_once(replies, n: int) -> None:
+    assert len(replies) == n
+    assert len({r.task_id for r in replies}) == n
+    states = [r.state for r in replies]
+    assert states == [COMPLETED] * n, states
+
+
+@pytest.mark.parametrize("death", ["crash", "exit"])
+def test_a_pool_keeps_serving_when_one_of_three_members_dies(broker_url, death):
+    """``crash``: the broker publishes the member's will. ``exit``: its session is closed without
+    ``stop()``, as ``stop_all()`` and ``atexit`` do (a clean DISCONNECT: no will)."""
+    unit, pool = uid("pd"), uid("analysts")
+    analyst = Analyst(pace=0.03)
+    members = [Responder(f"analyst-{i}", analyst, unit=unit, pool=pool, broker=broker_url) for i in (1, 2, 3)]
+    names = [m.agent for m in members]
+    victim = members[1]
+    req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
+
+    replies = run_pool(req, pool, 30, victim.crash if death == "crash" else victim.session.close, kill_after=6)
+    assert_each_completed_once(replies, 30)
+    assert not victim.alive
+    if victim.pool_mode == "slot":  # Mosquitto 2.0.11: the survivors took over the victim's keys
+        survivors = [m.agent for m in members if m is not victim]
+        assert {m.pool_mode for m in members} == {"slot"}
+        assert wait_until(lambda: all(m._live == set(survivors) for m in members if m is not victim))
+        moved = [r for r in replies if pools.claim(r.task_id, names) == victim.agent and r.responder != victim.agent]
+        assert moved, "no task of the dead member was answered by another member"
+        assert all(r.responder == pools.claim(r.task_id, survivors) for r in moved)
+
+    # the pool still serves new work, with the victim's share
+    later = [req.send(f"pool:{pool}", f"{TICKET}\nReproduction: after {i}") for i in range(6)]
+    assert [r.state for r in later] == [COMPLETED] * 6
+    assert victim.agent not in {r.responder for r in later}
+
+
+def test_a_pool_keeps_serving_when_a_member_process_is_killed(broker_url):
+    unit, pool = uid("pk"), uid("analysts")
+    env = {**os.environ, "A2A_BROKER_URL": broker_url, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(CLI + ["serve", "analyst", "--pool", pool, "--members", "1", "--unit", unit,
+                                   "--pace", "0.03"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "serving pool" in line, proc.stderr.read()
+        remote = line.split()[0]
+        analyst = Analyst(pace=0.03)
+        local = [Responder(f"analyst-local-{i}", analyst, unit=unit, pool=pool, broker=broker_url) for i in (1, 2)]
+        req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
+
+        def kill() -> None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+
+        replies = run_pool(req, pool, 30, kill, kill_after=6)
+        assert_each_completed_once(replies, 30)
+        assert proc.returncode == -signal.SIGKILL
+        if local[0].pool_mode == "slot":
+            assert wait_until(lambda: all(m._live == {"analyst-local-1", "analyst-local-2"} for m in local))
+        assert remote.startswith(f"analyst-{pool}-")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
