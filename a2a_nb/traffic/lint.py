@@ -26,6 +26,7 @@ from ..protocol import errors as E
 from ..protocol import jsonrpc as J
 from ..protocol import properties as P
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4
+from ..protocol.pools import PRESENCE_EVENT
 from ..protocol.streams import STREAM_SEQ, StreamDeduper, ends_stream
 from ..protocol.topics import parse_topic
 from .frame import Source, load_traffic, task_ids_of
@@ -67,7 +68,7 @@ _RULES = [
     Rule("card-status", SHOULD, "Presence and Liveness 1",
          "Agent Cards carry a2a-status online/offline (and a2a-status-source)"),
     Rule("not-retained", SHOULD, "Request/Reply Mapping (MQTT v5)",
-         "requests, replies and events are not retained (only cards are)"),
+         "requests, replies and events are not retained (only cards and pool members' presence are)"),
     Rule("qos1", SHOULD, "QoS Guidance 1",
          "requests and replies use QoS 1 (cards: not QoS 0); QoS 0 loses the PUBACK reason code"),
     Rule("after-stream-final", MUST, "Streaming Reply Mapping (SendStreamingMessage) 5-7",
@@ -326,7 +327,8 @@ def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
                         bad = validate_payload("AgentCard", p)
                         if bad:
                             add("card-schema", i, f"the card is not a valid A2A v1.0 AgentCard: {bad}")
-        if kind in ("request", "pool", "reply", "event") and r["retain"]:
+        presence = kind == "event" and props.get(P.EVENT_TYPE) == PRESENCE_EVENT  # a pool member's, retained
+        if kind in ("request", "pool", "reply", "event") and r["retain"] and not presence:
             add("not-retained", i, f"this {kind} was published retained: the broker will replay it to every "
                                    "future subscriber (a stale request can be executed again); publish with retain=False")
 

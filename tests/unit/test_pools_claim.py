@@ -89,3 +89,16 @@ def test_the_claim_key_is_the_task_id_so_a_retry_is_claimed_by_the_same_live_mem
                                                 "parts": [{"text": "hi"}]}}})
     assert pools.pool_key(first, b"corr-1") == pools.pool_key(first, b"corr-2") == task_id
     assert pools.pool_key(b"garbage", b"\x01\x02") == "0102"
+
+
+def test_lint_accepts_a_retained_presence_but_not_other_retained_events():
+    from a2a_nb.traffic.lint import check_traffic
+    from tests.traffic._traffic import Traffic
+
+    presence = pools.presence_message("acme", "support", "analysts", "analyst-a", properties.ONLINE,
+                                      properties.SOURCE_AGENT)
+    tr = Traffic()
+    tr.add(presence.topic, {"pool": "analysts", "agent": "analyst-a"}, props=presence.user_properties, retain=True)
+    assert check_traffic(tr.records).empty
+    tr.add("$a2a/v1/event/acme/support/analyst-a", {"hello": 1}, retain=True)
+    assert list(check_traffic(tr.records)["rule"]) == ["not-retained"]
