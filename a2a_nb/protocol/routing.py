@@ -12,6 +12,8 @@ Requester Retry and Timeout Profile (9). Rules kept here, and only here:
 * a pooled task is routed to the pool until a responder is known, then to that responder.
 
 Pure data: the caller passes the time; persistence is done by the agents layer from ``rows()``.
+Bounded: the table keeps the ``max_routes`` most recently used routes (and as many reroutes), so
+a requester that sends for days does not grow without end; a forgotten task needs ``to=`` again.
 """
 from __future__ import annotations
 
@@ -73,20 +75,34 @@ class Route:
     updated_at: float = 0.0
 
 
+DEFAULT_MAX_ROUTES = 10_000
+
+
 @dataclass
 class RoutingTable:
-    """Task.id → current responder, the card agent as fallback, and every reroute."""
+    """Task.id → current responder, the card agent as fallback, and every reroute (the most recent
+    ``max_routes`` of each)."""
 
     routes: dict[str, Route] = field(default_factory=dict)
     history: list[Reroute] = field(default_factory=list)
+    max_routes: int = DEFAULT_MAX_ROUTES
+    forgotten: int = 0
 
     def start(self, task_id: str, target: Address, at: float) -> Route:
         """Route a new task to the agent or pool its first request goes to (idempotent)."""
         route = self.routes.get(task_id)
         if route is None:
             route = Route(task_id, target, target, at)
-            self.routes[task_id] = route
+            self._keep(route)
         return route
+
+    def _keep(self, route: Route) -> None:
+        """Store ``route`` as the most recently used one; forget the oldest beyond ``max_routes``."""
+        self.routes.pop(route.task_id, None)
+        self.routes[route.task_id] = route
+        while len(self.routes) > self.max_routes:
+            del self.routes[next(iter(self.routes))]
+            self.forgotten += 1
 
     def target(self, task_id: str) -> Optional[Address]:
         route = self.routes.get(task_id)
@@ -124,7 +140,9 @@ class RoutingTable:
         event = Reroute(at, route.task_id, route.current, to, cause, detail)
         route.current = to
         route.updated_at = at
+        self._keep(route)
         self.history.append(event)
+        del self.history[:-self.max_routes]
         return event
 
     def reroutes(self, task_id: Optional[str] = None) -> list[Reroute]:
@@ -143,4 +161,4 @@ class RoutingTable:
                  "detail": h.detail} for h in self.history]
 
     def restore(self, route: Route) -> None:
-        self.routes[route.task_id] = replace(route)
+        self._keep(replace(route))
