@@ -23,7 +23,7 @@ from ..protocol import errors, jsonrpc, messages, properties, states, topics
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
-from ..protocol.retry import DEFAULT, RetryProfile
+from ..protocol.retry import DEFAULT, RetryProfile, next_delay
 from ..protocol.routing import Address, Reroute, RoutingTable
 from ..protocol.streams import STREAM_SEQ, StreamDeduper
 from .task_view import TaskView
@@ -308,22 +308,27 @@ class Requester:
             target = reroute.to
 
     def _attempts(self, call: _Call, target: Address, payload: bytes, props: tuple) -> Optional[MqttMessage]:
-        for n in range(1, self.retry.max_attempts + 1):
-            if n > 1:
+        """Publish until the first correlated reply; how long to wait before the next attempt, and
+        whether there is one, is the retry profile's decision (``retry.next_delay``)."""
+        made = 0
+        while True:
+            if made:
                 self.stats.retries += 1
             att = self._publish_attempt(call, target, payload, props)
+            made += 1
             # waits for the first correlated reply; a refused publish ends the wait early (rule 6)
             first = call.next(self.retry.reply_first_timeout_s)
             if first is not None:
                 return self._answered(call, first)
             if att.outcome == "sent":
                 att.outcome = f"no reply within {self.retry.reply_first_timeout_s:g} s"
-            if n < self.retry.max_attempts:
-                call.refused = False
-                late = call.next(self.retry.backoff(n, self.rng))  # a late reply still counts
-                if late is not None:
-                    return self._answered(call, late)
-        return None
+            delay = next_delay(self.retry, made, self.rng)
+            if delay is None:
+                return None
+            call.refused = False
+            late = call.next(delay)  # a late reply still counts
+            if late is not None:
+                return self._answered(call, late)
 
     @staticmethod
     def _answered(call: _Call, first: MqttMessage) -> MqttMessage:
@@ -362,7 +367,7 @@ class Requester:
     def _unary(self, method: str, params: dict, task_id: Optional[str], target: Address,
                retry_errors: bool = True) -> Reply:
         started = time.time()
-        budget = self.retry.max_attempts
+        errors_answered = 0
         while True:
             call, first, target = self._operate(method, params, task_id, target)
             self._release(call)
@@ -374,11 +379,13 @@ class Requester:
                 return reply
             err = A2AError.from_dict(response.error)
             err.reply = reply  # type: ignore[attr-defined]
-            budget -= 1
-            if retry_errors and errors.classify(err).retry_eligible and budget > 0:
-                time.sleep(self.retry.backoff(self.retry.max_attempts - budget, self.rng))
-                continue
-            raise err
+            errors_answered += 1
+            # a retry-eligible error (Error Mapping 7-8) is retried on the retry profile's schedule
+            delay = next_delay(self.retry, errors_answered, self.rng) \
+                if retry_errors and errors.classify(err).retry_eligible else None
+            if delay is None:
+                raise err
+            time.sleep(delay)
 
     # -- public operations -----------------------------------------------------------------------------
     def new_message(self, content: Any, *, task_id: Optional[str] = None, context_id: Optional[str] = None,
