@@ -92,8 +92,8 @@ class Responder:
         self.pool = pool
         self.pool_slot = pool_slot
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
-        self._live: set[str] = set()  # slot mode: the pool members whose presence says online
-        self._live_lock = threading.Lock()
+        self._members = pools.Membership(agent, pool or "")  # slot mode: who is live in the pool
+        self._members_lock = threading.Lock()
         self.binary_artifacts = binary_artifacts
         self.ids = ids or IdSource()
         self.max_pending = max_pending
@@ -152,9 +152,7 @@ class Responder:
         # Order matters: learn who is live, tell the others (PUBACK: they have it queued), and only then
         # take pool requests, so every member sees this one's presence before a request it could claim.
         self.pool_mode = "slot"
-        with self._live_lock:
-            self._live = {self.agent}
-        self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
+        self._follow_members()
         self._announce(properties.ONLINE)
         self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool), handler=self._on_pool_request)
 
@@ -172,33 +170,44 @@ class Responder:
         """Publish this member's retained presence (``online`` on joining, ``offline`` on a graceful stop)."""
         self.session.publish(self._presence_message(status, properties.SOURCE_AGENT), timeout=timeout)
 
+    def _follow_members(self) -> None:
+        """Slot mode: read the members' presence, and the cards (a member with a card has only its
+        card's will); the retained ones arrive right after each SUBACK."""
+        self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
+        self.session.subscribe(topics.discovery_filter(self.org, self.unit), handler=self._on_member_card)
+
+    def _on_member_card(self, msg: MqttMessage) -> None:
+        seen = pools.card_status(msg)
+        if seen is not None:
+            with self._members_lock:
+                self._members.saw_card(*seen)
+
     def _on_presence(self, msg: MqttMessage) -> None:
         """Network thread: keep the set of live members of this pool (this member always counts itself)."""
         seen = pools.read_presence(msg)
-        if seen is None or seen.pool != self.pool or seen.agent == self.agent:
-            return
-        with self._live_lock:
-            if seen.online:
-                self._live.add(seen.agent)
-            else:
-                self._live.discard(seen.agent)
+        if seen is not None:
+            with self._members_lock:
+                self._members.saw_presence(seen)
+
+    @property
+    def live_members(self) -> frozenset[str]:
+        """Slot mode: the members of the pool this one sees live (itself included)."""
+        return self._members.live
 
     def _claims(self, msg: MqttMessage) -> bool:
         """Slot mode: does this member win the rendezvous hash of the request among the live members?
         Decided on the network thread as the request arrives, so every member decides with the
         presence messages that came before it, in the broker's order."""
-        with self._live_lock:
-            live = tuple(self._live)
-        return pools.claim(pools.pool_key(msg.payload, msg.correlation_data), live) == self.agent
+        return self._members.claims(pools.pool_key(msg.payload, msg.correlation_data))
 
     def _on_reconnect(self) -> None:
         """After every reconnect (its own thread): a broker restarted without persistence has forgotten
         the retained card and presence messages, so they are published again; a pool member also learns
         the live members afresh (Profile: Presence and Liveness)."""
         if self.pool_mode == "slot":
-            with self._live_lock:
-                self._live = {self.agent}
-            self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
+            with self._members_lock:
+                self._members.forget()
+            self._follow_members()
         if self.pool:
             self._announce(properties.ONLINE)
         if self.card is not None:

@@ -93,3 +93,51 @@ def read_presence(msg: MqttMessage) -> Optional[Presence]:
     if not (isinstance(pool, str) and isinstance(agent, str)) or not msg.topic.endswith("/" + agent):
         return None  # a presence names the agent of its own topic (the ACL lets it write only there)
     return Presence(pool, agent, msg.user_property(properties.STATUS) == properties.ONLINE)
+
+
+def card_status(msg: MqttMessage) -> Optional[tuple[str, bool]]:
+    """``(agent, online)`` for a discovery (Agent Card) message, else None; a deleted card is offline.
+
+    A member that also has a card (a ticket desk serving a pool) has one will only, its card's: for
+    the other members its card going offline is its presence going offline."""
+    if not msg.topic.startswith(f"{topics.PREFIX}/discovery/"):
+        return None
+    online = bool(msg.payload) and msg.user_property(properties.STATUS) != properties.OFFLINE
+    return msg.topic.rsplit("/", 1)[1], online
+
+
+class Membership:
+    """Who is live in one pool, as one member sees it (no I/O: the member feeds it what arrives).
+
+    A member is live while its presence says ``online`` and its card, if it has one, does not say
+    ``offline``. The member itself always counts: it would not be asking otherwise.
+    """
+
+    def __init__(self, me: str, pool: str):
+        self.me, self.pool = me, pool
+        self._present: set[str] = set()
+        self._cards_offline: set[str] = set()
+        self.live: frozenset[str] = frozenset({me})
+
+    def saw_presence(self, presence: Presence) -> None:
+        if presence.pool != self.pool:
+            return
+        (self._present.add if presence.online else self._present.discard)(presence.agent)
+        self._update()
+
+    def saw_card(self, agent: str, online: bool) -> None:
+        (self._cards_offline.discard if online else self._cards_offline.add)(agent)
+        self._update()
+
+    def forget(self) -> None:
+        """Start over (after a reconnect: the retained messages tell again who is there)."""
+        self._present.clear()
+        self._cards_offline.clear()
+        self._update()
+
+    def _update(self) -> None:
+        self.live = frozenset((self._present - self._cards_offline) | {self.me})
+
+    def claims(self, key: str) -> bool:
+        """Does this member win ``key`` among the live members?"""
+        return claim(key, self.live) == self.me

@@ -155,24 +155,27 @@ def assert_each_completed_once(replies, n: int) -> None:
     assert states == [COMPLETED] * n, states
 
 
-@pytest.mark.parametrize("death", ["crash", "exit"])
+@pytest.mark.parametrize("death", ["crash", "exit", "card-crash"])
 def test_a_pool_keeps_serving_when_one_of_three_members_dies(broker_url, death):
     """``crash``: the broker publishes the member's will. ``exit``: its session is closed without
-    ``stop()``, as ``stop_all()`` and ``atexit`` do (a clean DISCONNECT: no will)."""
+    ``stop()``, as ``stop_all()`` and ``atexit`` do (a clean DISCONNECT: no will). ``card-crash``: the
+    member also has an Agent Card, so its will is its card's (offline)."""
     unit, pool = uid("pd"), uid("analysts")
     analyst = Analyst(pace=0.03)
-    members = [Responder(f"analyst-{i}", analyst, unit=unit, pool=pool, broker=broker_url) for i in (1, 2, 3)]
+    card = echo_card(unit=unit, agent="analyst-2") if death == "card-crash" else None
+    members = [Responder(f"analyst-{i}", analyst, unit=unit, pool=pool, broker=broker_url,
+                         card=card if i == 2 else None) for i in (1, 2, 3)]
     names = [m.agent for m in members]
     victim = members[1]
     req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
 
-    replies = run_pool(req, pool, 30, victim.crash if death == "crash" else victim.session.close, kill_after=6)
+    replies = run_pool(req, pool, 30, victim.session.close if death == "exit" else victim.crash, kill_after=6)
     assert_each_completed_once(replies, 30)
     assert not victim.alive
     if victim.pool_mode == "slot":  # Mosquitto 2.0.11: the survivors took over the victim's keys
         survivors = [m.agent for m in members if m is not victim]
         assert {m.pool_mode for m in members} == {"slot"}
-        assert wait_until(lambda: all(m._live == set(survivors) for m in members if m is not victim))
+        assert wait_until(lambda: all(m.live_members == set(survivors) for m in members if m is not victim))
         moved = [r for r in replies if pools.claim(r.task_id, names) == victim.agent and r.responder != victim.agent]
         assert moved, "no task of the dead member was answered by another member"
         assert all(r.responder == pools.claim(r.task_id, survivors) for r in moved)
@@ -205,7 +208,7 @@ def test_a_pool_keeps_serving_when_a_member_process_is_killed(broker_url):
         assert_each_completed_once(replies, 30)
         assert proc.returncode == -signal.SIGKILL
         if local[0].pool_mode == "slot":
-            assert wait_until(lambda: all(m._live == {"analyst-local-1", "analyst-local-2"} for m in local))
+            assert wait_until(lambda: all(m.live_members == {"analyst-local-1", "analyst-local-2"} for m in local))
         assert remote.startswith(f"analyst-{pool}-")
     finally:
         if proc.poll() is None:

@@ -102,3 +102,32 @@ def test_lint_accepts_a_retained_presence_but_not_other_retained_events():
     assert check_traffic(tr.records).empty
     tr.add("$a2a/v1/event/acme/support/analyst-a", {"hello": 1}, retain=True)
     assert list(check_traffic(tr.records)["rule"]) == ["not-retained"]
+
+
+def test_membership_follows_presence_and_the_cards_of_members_that_have_one():
+    m = pools.Membership("analyst-a", "analysts")
+    assert m.live == {"analyst-a"}  # a member always counts itself
+    m.saw_presence(pools.Presence("analysts", "analyst-b", True))
+    m.saw_presence(pools.Presence("analysts", "desk", True))
+    m.saw_presence(pools.Presence("other-pool", "analyst-x", True))  # another pool's member
+    assert m.live == {"analyst-a", "analyst-b", "desk"}
+    m.saw_presence(pools.Presence("analysts", "analyst-b", False))  # its will
+    m.saw_card("desk", online=False)  # a member with a card: its card's will
+    assert m.live == {"analyst-a"}
+    assert all(m.claims(k) for k in KEYS[:20])
+    m.saw_card("desk", online=True)  # back: its card is online again
+    assert m.live == {"analyst-a", "desk"}
+    m.saw_presence(pools.Presence("analysts", "analyst-a", False))  # an old will of its own: still counts itself
+    assert "analyst-a" in m.live
+    m.forget()
+    assert m.live == {"analyst-a"}
+
+
+def test_card_status_of_discovery_messages():
+    topic = "$a2a/v1/discovery/acme/support/desk"
+    offline = ((properties.STATUS, "offline"), (properties.STATUS_SOURCE, "lwt"))
+    assert pools.card_status(MqttMessage(topic, b"{}", user_properties=offline)) == ("desk", False)
+    assert pools.card_status(MqttMessage(topic, b"", retain=True)) == ("desk", False)  # deleted
+    assert pools.card_status(MqttMessage(topic, b"{}", user_properties=((properties.STATUS, "online"),))) \
+        == ("desk", True)
+    assert pools.card_status(MqttMessage("$a2a/v1/event/acme/support/desk", b"{}")) is None
