@@ -1,15 +1,21 @@
 """``python -m a2a_nb``: the command line (broker, serve, send, story, record, lint, bench).
 
 Every command honours ``A2A_BROKER_URL``; without it the ones that need a broker start the embedded
-Mosquitto. Commands print what a learner needs and exit non-zero on failure.
+Mosquitto. Commands print what a learner needs; a failure is one ``error: ...`` line on stderr (plus a
+hint), never a traceback unless ``--debug`` comes before the command. Exit status: 0 success, 1 an
+expected failure (timeout, agent error, broker unreachable or lost, lint MUST violation, scenario not
+reached), 2 a usage mistake (bad option value, bad broker URL, a file that is not a recording), 130 Ctrl-C.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 from typing import Callable, Optional
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -20,6 +26,57 @@ def command(name: str):
         return fn
 
     return register
+
+
+# -- option values: argparse turns a ValueError/ArgumentTypeError here into "usage error" + exit 2 -------
+def _number(text: str, kind: type, what: str, minimum: float, strict: bool):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {what}") from None
+    if value != value or value < minimum or (strict and value == minimum) or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is out of range; give {what}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """``type=`` for counts that must be at least 1 (-n, --members, --rounds, ...)."""
+    return _number(text, int, "a whole number of at least 1", 0, strict=True)
+
+
+def non_negative_int(text: str) -> int:
+    """``type=`` for counts where 0 means "none" (--load-tasks 0 skips the load test)."""
+    return _number(text, int, "a whole number, 0 or more", 0, strict=False)
+
+
+def positive_seconds(text: str) -> float:
+    """``type=`` for timeouts and durations: a number of seconds greater than 0."""
+    return _number(text, float, "a number of seconds greater than 0 (for example 2.5)", 0, strict=True)
+
+
+def non_negative_seconds(text: str) -> float:
+    """``type=`` for pauses, where 0 means "no pause"."""
+    return _number(text, float, "a number of seconds, 0 or more", 0, strict=False)
+
+
+def tcp_port(text: str) -> int:
+    """``type=`` for ``broker --port``: 1-65535."""
+    port = _number(text, int, "a TCP port between 1 and 65535", 0, strict=True)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; give a TCP port between 1 and 65535")
+    return port
+
+
+def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
+    """``type=`` for a name from a fixed list, with a message that names the list
+    (used together with ``choices=names`` so ``--help`` shows them too)."""
+    def check(text: str) -> str:
+        if text not in names:
+            raise argparse.ArgumentTypeError(f"unknown {what} {text!r}; choose from {', '.join(names)}")
+        return text
+
+    check.__name__ = what  # argparse names the type in some messages
+    return check
 
 
 def _wait_for_signal() -> None:
@@ -65,11 +122,14 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m a2a_nb", description="A2A over MQTT v5 teaching kit")
+    p = argparse.ArgumentParser(prog="python -m a2a_nb", description="A2A over MQTT v5 teaching kit",
+                                epilog="Exit status: 0 success, 1 expected failure (timeout, agent error, broker "
+                                       "unreachable or lost, lint MUST violation), 2 usage mistake, 130 Ctrl-C.")
+    p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("broker", help="run an embedded Mosquitto in the foreground; prints its mqtt:// (or mqtts://) URL first")
-    b.add_argument("--port", type=int, default=None, help="TCP port (default: a free one)")
+    b.add_argument("--port", type=tcp_port, default=None, help="TCP port (default: a free one)")
     b.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     b.add_argument("--secure", action="store_true", help="TLS only, a password per agent and topic ACLs; prints "
                    "the mqtts:// URL first, then where the CA and the credentials are")
@@ -80,6 +140,116 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class CliError(Exception):
+    """A failure a command has already put into words: exit ``status`` 1, with an optional ``hint``."""
+
+    status = EXIT_FAILED
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
+
+
+class UsageError(CliError, ValueError):
+    """The command line asks for something that cannot work (exit 2); the message says what to change."""
+
+    status = EXIT_USAGE
+
+
+def check_broker_url(args: argparse.Namespace) -> None:
+    """Refuse a malformed broker URL before anything connects (exit 2, not a traceback later).
+
+    Only commands with a ``--broker`` option look at the URL, so a stray ``A2A_BROKER_URL`` never
+    stops ``lint`` (which needs no broker)."""
+    if not hasattr(args, "broker"):
+        return
+    from .mqtt.broker import ENV_URL, BrokerEndpoint, BrokerError
+
+    url = args.broker or os.environ.get(ENV_URL)
+    if not url:
+        return
+    try:
+        BrokerEndpoint.from_url(url)
+    except BrokerError as exc:
+        where = "--broker" if args.broker else ENV_URL
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def _broker_url(args: argparse.Namespace) -> Optional[str]:
+    from .mqtt.broker import ENV_URL
+
+    return getattr(args, "broker", None) or os.environ.get(ENV_URL) or None
+
+
+def broker_lost(args: argparse.Namespace) -> Optional[str]:
+    """The printable URL of the command's broker when it no longer accepts connections, else None.
+
+    Asked after a timeout or a session error: a silent agent and a dead broker look the same from
+    the requester's side (Profile: the requester only sees missing replies)."""
+    url = _broker_url(args)
+    if url is None:  # the embedded broker of this process: it lives as long as we do
+        return None
+    from .mqtt.broker import BrokerEndpoint, port_accepts
+
+    endpoint = BrokerEndpoint.from_url(url)
+    return None if port_accepts(endpoint.host, endpoint.port, timeout=0.5) else endpoint.url
+
+
+_BROKER_HINT = "start one with `python -m a2a_nb broker` and point A2A_BROKER_URL (or --broker) at the URL it prints"
+
+
+def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str]:
+    """``(exit status, message, hint)`` for a failure of a command: the one place that maps the kit's
+    exceptions to what a learner reads. The hint may be empty."""
+    from .agents.requester import RequestTimeout
+    from .mqtt.broker import BrokerError
+    from .mqtt.session import SessionError
+    from .protocol.errors import A2AError, classify
+
+    if isinstance(exc, CliError):
+        return exc.status, str(exc), exc.hint
+    if isinstance(exc, A2AError):
+        return EXIT_FAILED, f"the agent answered error {exc.code} ({classify(exc).name}): {exc.message}", ""
+    if isinstance(exc, (RequestTimeout, SessionError)):
+        lost = broker_lost(args)
+        if lost is not None and "cannot reach" not in str(exc):
+            return EXIT_FAILED, f"lost the broker at {lost} ({exc})", "start it again, then rerun the command"
+        if isinstance(exc, RequestTimeout):
+            hint = ("is the agent served? (`python -m a2a_nb serve ...`); --timeout waits longer"
+                    if args.command == "send" else "")
+            return EXIT_FAILED, f"timeout: {exc}", hint
+        return EXIT_FAILED, str(exc), ""
+    if isinstance(exc, BrokerError):
+        return EXIT_FAILED, str(exc), ""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        where = _broker_url(args) or "the broker"
+        return EXIT_FAILED, f"cannot reach the MQTT broker at {where}: {exc}", _BROKER_HINT
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError,
+                        PermissionError)):
+        text = f"{exc.filename}: {exc.strerror.lower()}" if exc.filename and exc.strerror else str(exc)
+        return EXIT_USAGE, text, ""
+    if isinstance(exc, ValueError):
+        return EXIT_USAGE, str(exc), ""
+    debug = f"python -m a2a_nb --debug {args.command} ..."
+    return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
+
+
 def main(argv: Optional[list[str]] = None) -> int:
+    """Run one command. Failures print ``error: ...`` (and ``hint: ...``) on stderr and return the exit
+    status of :func:`explain`; with ``--debug`` they raise, traceback included."""
     args = build_parser().parse_args(argv)
-    return COMMANDS[args.command](args)
+    if args.debug:
+        check_broker_url(args)
+        return COMMANDS[args.command](args)
+    try:
+        check_broker_url(args)
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        status, message, hint = explain(exc, args)
+        print(f"error: {message}", file=sys.stderr)
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
+        return status

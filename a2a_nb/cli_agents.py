@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import threading
 import time
 
-from .cli import _wait_for_signal, command
+from .cli import (CliError, UsageError, _wait_for_signal, command, non_negative_int, non_negative_seconds, one_of,
+                  positive_int, positive_seconds)
+
+HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
+"""Same as ``story.cast.HANDOVER_PLANS`` (spelled out so the parser does not import the cast; a test checks)."""
+SCENARIO_NAMES = ("happy", "handover", "no-handover", "multi-handover", "handover-unreachable", "pool", "full")
+"""``story.scenarios.SCENARIOS`` plus ``full`` (all of them); a test checks they agree."""
 
 
 def _scope(p: argparse.ArgumentParser) -> None:
@@ -18,36 +24,39 @@ def _scope(p: argparse.ArgumentParser) -> None:
 def add_parsers(sub) -> None:
     s = sub.add_parser("serve", help="run an agent until Ctrl-C: echo, ticket-desk or analyst (pool member)")
     s.add_argument("agent", choices=["echo", "ticket-desk", "analyst"])
-    s.add_argument("--handover", default="first-reply", help="ticket-desk handover plan: none, first-reply, "
-                   "mid-stream, double, dies")
+    s.add_argument("--handover", default="first-reply", choices=HANDOVER_PLANS,
+                   type=one_of(HANDOVER_PLANS, "handover plan"),
+                   help="ticket-desk handover plan (default first-reply)")
     s.add_argument("--pool", default=None, help="also consume the shared pool request topic of this pool")
-    s.add_argument("--members", type=int, default=1, help="analyst pool: how many members to run")
+    s.add_argument("--members", type=positive_int, default=1, help="analyst pool: how many members to run")
     s.add_argument("--store", default=None, help="SQLite file for the desk's tasks (survives a restart)")
-    s.add_argument("--pace", type=float, default=0.05, help="seconds between the analyst's steps (default 0.05)")
+    s.add_argument("--pace", type=non_negative_seconds, default=0.05,
+                   help="seconds between the analyst's steps (default 0.05)")
     _scope(s)
 
     m = sub.add_parser("send", help="one SendMessage (or --stream) and print the reply, state and round trip")
     m.add_argument("agent", help="agent id, or pool:NAME")
     m.add_argument("text")
     m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
-    m.add_argument("--timeout", type=float, default=15.0, help="first-reply timeout in seconds (default 15)")
+    m.add_argument("--timeout", type=positive_seconds, default=15.0, help="first-reply timeout in seconds (default 15)")
     _scope(m)
 
     st = sub.add_parser("story", help="the coordinator's story, narrated step by step")
-    st.add_argument("--scenario", default="happy", help="happy, handover, no-handover, multi-handover, "
-                    "handover-unreachable, pool, or full (all of them)")
+    st.add_argument("--scenario", default="happy", choices=SCENARIO_NAMES,
+                    type=one_of(SCENARIO_NAMES, "scenario"),
+                    help="which story to tell (default happy; full = all of them)")
     st.add_argument("--record", default=None, help="record the traffic to this JSON-lines file")
     st.add_argument("--charts", default=None, help="save the charts of the recording as PNG files in this folder")
     st.add_argument("--served", action="store_true", help="use agents already served (do not start them)")
-    st.add_argument("--pace", type=float, default=0.05, help="seconds between the analyst's steps")
+    st.add_argument("--pace", type=non_negative_seconds, default=0.05, help="seconds between the analyst's steps")
     _scope(st)
 
     b = sub.add_parser("bench", help="the kit against raw paho-mqtt on the same broker, in one run")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
-    b.add_argument("-n", type=int, default=1000, help="round trips (default 1000)")
-    b.add_argument("--stream-n", type=int, default=5000, help="stream events (default 5000)")
-    b.add_argument("--rounds", type=int, default=3, help="interleaved raw/kit rounds; medians reported (default 3)")
-    b.add_argument("--load-tasks", type=int, default=200,
+    b.add_argument("-n", type=positive_int, default=1000, help="round trips (default 1000)")
+    b.add_argument("--stream-n", type=positive_int, default=5000, help="stream events (default 5000)")
+    b.add_argument("--rounds", type=positive_int, default=3, help="interleaved raw/kit rounds; medians reported (default 3)")
+    b.add_argument("--load-tasks", type=non_negative_int, default=200,
                    help="concurrent tasks × 20 stream events through a desk and a pool of 4 (0 = skip; default 200)")
     b.add_argument("--broker", default=None)
 
@@ -78,9 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover})", flush=True)
     else:
         if not args.pool:
-            print("error: serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)",
-                  file=sys.stderr)
-            return 2
+            raise UsageError("serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)")
         for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url,
                                    pace=args.pace):
             stoppers.append(member.stop)
@@ -95,15 +102,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 @command("send")
 def cmd_send(args: argparse.Namespace) -> int:
-    from .agents.requester import Requester, RequestTimeout
+    from .agents.requester import Requester
     from .protocol import messages, states
-    from .protocol.errors import A2AError, classify
     from .protocol.retry import RetryProfile
 
     retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=max(30.0, args.timeout))
     req = Requester("cli", org=args.org, unit=args.unit, broker=args.broker, retry=retry)
     t = time.perf_counter()
     try:
+        if not args.agent.startswith("pool:"):  # a pool has no card of its own
+            check_card(req.session, args.agent, args.org, args.unit)
         if args.stream:
             stream = req.stream(args.agent, args.text)
             for ev in stream:
@@ -118,14 +126,56 @@ def cmd_send(args: argparse.Namespace) -> int:
         for r in req.routing.history_rows():
             print(f"routing: {r['cause']} {r['from']} → {r['to']}")
         return 0
-    except A2AError as err:
-        print(f"error {err.code} ({classify(err).name}): {err.message}", file=sys.stderr)
-        return 1
-    except RequestTimeout as exc:
-        print(f"timeout: {exc}", file=sys.stderr)
-        return 1
-    finally:
+    finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
+
+
+CARD_LOOKUP_S = 0.25
+"""How long ``send`` waits for the target's retained card before saying there is none."""
+
+
+def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOKUP_S) -> None:
+    """Raise ``CliError`` "no card for AGENT in ORG/UNIT; known agents: ..." unless ``agent`` has a
+    retained Agent Card on ``$a2a/v1/discovery/{org}/{unit}/+``, so a typo fails at once instead of
+    after the reply timeout.
+
+    Profile: Discovery Subscriber Behavior (retained cards are the current registrations; an empty
+    retained message unregisters). The broker sends retained cards right after the SUBACK, so a
+    known agent costs a few ms and an unknown one ``wait`` seconds. A login the broker does not let
+    read the discovery topics skips the check."""
+    from .mqtt.session import SessionError
+    from .protocol import topics
+
+    topics.validate_identifier(agent, "agent_id")  # ValueError: a usage mistake (exit 2)
+    known: set[str] = set()
+    found = threading.Event()
+
+    def on_card(msg) -> None:
+        try:
+            info = topics.parse_topic(msg.topic)
+        except ValueError:
+            return
+        if info is None or info.kind != "discovery":
+            return
+        (known.add if msg.payload else known.discard)(info.agent)
+        if info.agent == agent and msg.payload:
+            found.set()
+
+    flt = topics.discovery_filter(org, unit)
+    try:
+        session.subscribe(flt, handler=on_card)
+    except SessionError:
+        return
+    try:
+        if found.wait(wait):
+            return
+    finally:
+        session.unsubscribe(flt)
+    names = ", ".join(sorted(known)) or "none"
+    servable = agent in ("echo", "ticket-desk")
+    raise CliError(f"no card for {agent} in {org}/{unit}; known agents: {names}",
+                   hint=(f"serve it first (`python -m a2a_nb serve {agent} --org {org} --unit {unit}`) or "
+                         if servable else "") + "check the agent name, --org and --unit")
 
 
 def _event_text(ev) -> str:
@@ -146,9 +196,7 @@ def cmd_story(args: argparse.Namespace) -> int:
     from .story.scenarios import SCENARIOS, run_scenario
 
     names = list(SCENARIOS) if args.scenario == "full" else [args.scenario]
-    if any(n not in SCENARIOS for n in names):
-        print(f"error: unknown scenario {args.scenario!r}; choose from {', '.join(SCENARIOS)} or full", file=sys.stderr)
-        return 2
+    _check_story_outputs(args)
     url = resolve(args.broker).url_with_secret
     recorder = None
     if args.record or args.charts:
@@ -173,6 +221,18 @@ def cmd_story(args: argparse.Namespace) -> int:
     if args.record:
         print(f"recording: {args.record}")
     return 0 if all(r.ok for r in results) else 1
+
+
+def _check_story_outputs(args: argparse.Namespace) -> None:
+    """``--record`` and ``--charts`` are checked before the story starts, not after it ran (exit 2)."""
+    from pathlib import Path
+
+    from .traffic.cli import check_recording_target
+
+    if args.record:
+        check_recording_target(args.record, "--record")
+    if args.charts and Path(args.charts).exists() and not Path(args.charts).is_dir():
+        raise UsageError(f"--charts {args.charts} is a file; give a folder for the PNG files")
 
 
 def _save_charts(recorder, folder: str) -> None:

@@ -70,7 +70,8 @@ class BrokerEndpoint:
         try:
             port = parts.port or (8883 if tls else 1883)
         except ValueError as exc:
-            raise BrokerError(f"broker URL {url!r} has an invalid port: {exc}") from None
+            raise BrokerError(f"broker URL {url!r} has an invalid port ({exc}); the port is a number "
+                              "from 1 to 65535, for example mqtt://127.0.0.1:1883") from None
         query = parse_qs(parts.query)
         ca = query.get("ca", [None])[0] or os.environ.get(ENV_CA) or None
         try:

@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
-from ..cli import command
+from ..cli import UsageError, command, positive_seconds
 
 
 def add_parsers(sub) -> None:
@@ -20,7 +22,7 @@ def add_parsers(sub) -> None:
                        description="Subscribe to $a2a/# (QoS 2, Retain As Published) and write one JSON line "
                                    "per message (format: a2a_nb/traffic/FORMAT.md). Ctrl-C stops.")
     r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines)")
-    r.add_argument("--seconds", type=float, default=None, metavar="N",
+    r.add_argument("--seconds", type=positive_seconds, default=None, metavar="N",
                    help="stop after N seconds (default: until Ctrl-C)")
     r.add_argument("--broker", default=None, metavar="URL",
                    help="mqtt://host:port (default: A2A_BROKER_URL, else an embedded Mosquitto)")
@@ -34,23 +36,42 @@ def add_parsers(sub) -> None:
     lt.add_argument("--no-schema", action="store_true", help="skip the a2a-sdk payload checks (faster)")
 
 
+def check_recording_target(path: str, option: str = "--out") -> None:
+    """Refuse (``UsageError``, exit 2) to record into a folder or over a file that is not a recording.
+
+    An earlier recording may be replaced; any other file is left alone. Checked before connecting,
+    so a wrong path never costs a broker round trip."""
+    from .recorder import FORMAT_VERSION
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {p} is a folder; give a file name such as {p / 'traffic.jsonl'}")
+    if not p.exists() or p.stat().st_size == 0:
+        return
+    try:
+        with p.open("r", encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+        ours = isinstance(first, dict) and first.get("v") == FORMAT_VERSION
+    except (ValueError, OSError):
+        ours = False
+    if not ours:
+        raise UsageError(f"{option} {p} exists and is not a recording; choose another file "
+                         "(record only replaces its own recordings)")
+
+
 @command("record")
 def cmd_record(args: argparse.Namespace) -> int:
-    from ..mqtt.broker import BrokerError
-    from ..mqtt.session import SessionError
     from .recorder import Recorder
 
+    check_recording_target(args.out)
     stop = threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
-        try:
-            rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False).start()
-        except (BrokerError, SessionError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        # a refused filter (ValueError: exit 2), an unreachable broker (SessionError: exit 1): cli.main says so
+        rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False).start()
         url = rec.session.endpoint.url if rec.session else "?"
         until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
         print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)

@@ -139,21 +139,29 @@ def read_records(path: PathLike) -> list[dict[str, Any]]:
     if not p.exists():
         raise FileNotFoundError(f"no recording at {p}: record one with `python -m a2a_nb record --out {p}` "
                                 "or `with Recorder(path=...)`")
+    if p.is_dir():
+        raise IsADirectoryError(f"{p} is a folder, not a recording: give the .jsonl file inside it")
     out: list[dict[str, Any]] = []
     loads = json.loads
-    with p.open("r", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{p}:{n}: not a JSON line ({exc}); is this a recording made by "
-                                 "a2a_nb.traffic.Recorder?") from None
-            if not isinstance(rec, dict) or rec.get("v") != FORMAT_VERSION:
-                got = rec.get("v") if isinstance(rec, dict) else type(rec).__name__
-                raise ValueError(f"{p}:{n}: expected a recording record with \"v\": {FORMAT_VERSION}, got {got!r}")
-            out.append(rec)
+    try:
+        with p.open("r", encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{p}:{n}: not a JSON line ({exc}); is this a recording made by "
+                                     "a2a_nb.traffic.Recorder?") from None
+                if not isinstance(rec, dict) or rec.get("v") != FORMAT_VERSION:
+                    got = (f"\"v\": {rec['v']!r}" if "v" in rec else "an object without \"v\"") \
+                        if isinstance(rec, dict) else f"a JSON {type(rec).__name__}"
+                    raise ValueError(f"{p}:{n}: expected a recording record with \"v\": {FORMAT_VERSION} "
+                                     f"(see a2a_nb/traffic/FORMAT.md), got {got}")
+                out.append(rec)
+    except UnicodeDecodeError:
+        raise ValueError(f"{p}: not text (a recording is UTF-8 JSON lines, see "
+                         "a2a_nb/traffic/FORMAT.md); is this a recording made by a2a_nb.traffic.Recorder?") from None
     return out
 
 
