@@ -216,3 +216,26 @@ def test_a_pool_keeps_serving_when_a_member_process_is_killed(broker_url):
             proc.wait(timeout=10)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_a_pool_learns_its_members_again_after_a_broker_restart(private_broker):
+    """The broker restarts without persistence; one member dies while it is down (no will can be
+    sent then). The others forget what they knew, learn again who is there, and serve everything."""
+    url, pool = private_broker.url, uid("analysts")
+    analyst = Analyst(pace=0.01)
+    members = [Responder(f"analyst-{i}", analyst, pool=pool, broker=url) for i in (1, 2, 3)]
+    survivors, lost = members[:2], members[2]
+    down = threading.Thread(target=private_broker.restart, kwargs={"pause": 1.0})
+    down.start()
+    assert wait_until(lambda: not lost.session.connected, timeout=5)
+    lost.session.kill_socket()  # gone for good while the broker was down
+    down.join(timeout=20)
+    assert all(m.session.wait_connected(10) for m in survivors)
+    if lost.pool_mode == "slot":
+        names = {m.agent for m in survivors}
+        assert wait_until(lambda: all(m.live_members == names for m in survivors), timeout=5), \
+            [m.live_members for m in survivors]
+    req = Requester(uid("coord"), broker=url, retry=SHORT)
+    replies = [req.send(f"pool:{pool}", f"{TICKET}\nReproduction: after the restart {i}") for i in range(9)]
+    assert [r.state for r in replies] == [COMPLETED] * 9
+    assert {r.responder for r in replies} == {m.agent for m in survivors}
