@@ -85,6 +85,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           pool=args.pool, pace=args.pace)
         stoppers.append(desk.stop)
         print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover})", flush=True)
+        if desk.orphans_failed:
+            print(f"{len(desk.orphans_failed)} task(s) in {args.store} were still running when the desk last "
+                  "stopped: marked failed (a requester's GetTask says why)", flush=True)
     else:
         if not args.pool:
             raise UsageError("serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)")

@@ -163,8 +163,9 @@ class Responder:
         """The session closes without ``stop()`` (``stop_all()``, the end of the process): the broker
         sends no will after a clean DISCONNECT, so say ``offline`` now, or the other members would
         keep counting this one and its share of the requests would never be answered. Not waited
-        for: paho sends it before the DISCONNECT."""
-        self.session.publish_nowait(self._presence_message(properties.OFFLINE, properties.SOURCE_AGENT))
+        for: paho sends it before the DISCONNECT. (Not connected: the broker sends the will instead.)"""
+        if self.session.connected:
+            self.session.publish_nowait(self._presence_message(properties.OFFLINE, properties.SOURCE_AGENT))
 
     def _announce(self, status: str, timeout: float = 5.0) -> None:
         """Publish this member's retained presence (``online`` on joining, ``offline`` on a graceful stop)."""

@@ -115,7 +115,8 @@ def test_a_desk_killed_mid_task_fails_it_at_restart_and_continues_interrupted_ta
     desk.send_signal(signal.SIGKILL)  # no goodbye, no will handling of its own: the process is gone
     assert desk.wait(timeout=10) == -signal.SIGKILL
 
-    serve_desk(store, unit, pace=0.05)  # same store
+    restarted = serve_desk(store, unit, pace=0.05)  # same store
+    assert restarted.stdout.readline().startswith("1 task(s) in "), "the restart did not report the failed task"
     task = req.get_task(running.task_id)
     assert task["status"]["state"] == FAILED, task["status"]
     assert messages.text_of(task["status"]["message"]) == RESTART_REASON
