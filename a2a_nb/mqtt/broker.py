@@ -25,6 +25,9 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 ENV_URL = "A2A_BROKER_URL"
 ENV_CA = "A2A_BROKER_CA"
+ENV_CREDENTIALS = "A2A_BROKER_CREDENTIALS"
+"""Path of a ``credentials.json`` written by ``broker --secure``: agents whose URL has no username log
+in as themselves from it (see :func:`login_from_file`)."""
 
 INSTALL_HINT = (
     "install it with `sudo apt-get install mosquitto` (Debian/Ubuntu), `brew install mosquitto` "
@@ -378,9 +381,43 @@ def shared_broker() -> EmbeddedBroker:
         return _shared
 
 
-def resolve(url: Optional[str] = None) -> BrokerEndpoint:
-    """The broker to use: an explicit URL, else ``A2A_BROKER_URL``, else the embedded Mosquitto."""
+def resolve(url: Optional[str] = None, client_id: Optional[str] = None) -> BrokerEndpoint:
+    """The broker to use: an explicit URL, else ``A2A_BROKER_URL``, else the embedded Mosquitto.
+
+    With ``client_id`` (a :class:`~a2a_nb.mqtt.session.Session` passes its own) and
+    ``A2A_BROKER_CREDENTIALS`` set, a URL without a username gets that client's own login from the
+    credentials file: every agent started in another shell connects as itself, never with somebody
+    else's identity (Profile: Client Session Requirements 3, one Client ID per agent).
+    """
     url = url or os.environ.get(ENV_URL)
-    if url:
-        return BrokerEndpoint.from_url(url)
-    return shared_broker().endpoint
+    endpoint = BrokerEndpoint.from_url(url) if url else shared_broker().endpoint
+    credentials = os.environ.get(ENV_CREDENTIALS)
+    if client_id is None or endpoint.username or not credentials:
+        return endpoint
+    return login_from_file(endpoint, credentials, client_id)
+
+
+def login_from_file(endpoint: BrokerEndpoint, path: str, client_id: str) -> BrokerEndpoint:
+    """``endpoint`` with the login of ``client_id`` (``{org}/{unit}/{agent}``) from a ``credentials.json``
+    written by :class:`~a2a_nb.mqtt.secure.SecureBroker` (``{"ca": path, "users": {username: password}}``).
+
+    The secure broker renames every client after its username (``use_username_as_clientid``), so the
+    username must be the client's own ID; the file's CA is used unless the URL names one.
+    """
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+        users, ca = data["users"], data.get("ca")
+    except OSError as exc:
+        raise BrokerError(f"{ENV_CREDENTIALS}={path}: cannot read it ({exc.strerror or exc}); it is the "
+                          "credentials.json that `python -m a2a_nb broker --secure` printed") from None
+    except (ValueError, KeyError, TypeError):
+        raise BrokerError(f"{ENV_CREDENTIALS}={path} is not a credentials.json written by "
+                          "`python -m a2a_nb broker --secure`") from None
+    if client_id not in users:
+        raise BrokerError(f"{ENV_CREDENTIALS}={path} has no login for {client_id}: the secure broker issues "
+                          "logins for the story's cast only (ticket-desk, analyst-1.., coordinator, cli, "
+                          "echo, ...); use one of those agent names, or put user:password in the URL")
+    return replace(endpoint, username=client_id, password=users[client_id], ca_file=endpoint.ca_file or ca,
+                   username_is_client_id=True)

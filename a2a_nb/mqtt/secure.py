@@ -67,11 +67,16 @@ from .broker import BrokerEndpoint, BrokerError, EmbeddedBroker
 
 ORG, UNIT = "acme", "support"
 
+DESK_ANALYSTS: tuple[str, ...] = ("analyst-1", "analyst-2", "analyst-3", "analyst-4")
+"""The ticket desk's analyst slots at its default capacity (``story.cast.MAX_ANALYSTS``; a test checks
+they agree): pre-issued, so a desk served in another shell logs each analyst in as itself."""
+
 CAST: tuple[str, ...] = (
-    "ticket-desk", "coordinator", "coordinator-discovery", "discovery", "echo",
+    "ticket-desk", *DESK_ANALYSTS, "coordinator", "coordinator-discovery", "discovery", "echo", "cli",
     "analyst-analysts-1", "analyst-analysts-2", "analyst-analysts-3", "analyst-analysts-4",
 )
-"""Agents of the story that get credentials at start (any other agent: ``credentials(agent)``)."""
+"""Agents of the story that get credentials at start (any other agent: ``credentials(agent)``);
+``cli`` is ``python -m a2a_nb send``."""
 
 POOLS: Mapping[str, tuple[str, ...]] = {
     "analysts": ("analyst-analysts-1", "analyst-analysts-2", "analyst-analysts-3", "analyst-analysts-4"),

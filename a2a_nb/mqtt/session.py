@@ -201,7 +201,7 @@ class Session:
     ):
         self.org, self.unit, self.agent = org, unit, agent
         self.client_id = make_client_id(org, unit, agent)
-        self.endpoint = broker if isinstance(broker, BrokerEndpoint) else resolve(broker)
+        self.endpoint = broker if isinstance(broker, BrokerEndpoint) else resolve(broker, self.client_id)
         self.keepalive = keepalive
         self.default_handler = default_handler
         self.on_reconnect: Optional[Callable[[], None]] = None

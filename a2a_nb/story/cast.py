@@ -8,11 +8,23 @@ for the tasks it delegated when an analyst dies (Profile: Optional Task Handover
 Handover plans (``handover=``): ``none`` (the desk works itself), ``first-reply`` (the first reply
 already comes from the analyst), ``mid-stream`` (the desk starts, the analyst takes over),
 ``double`` (two handovers in one stream), ``dies`` (the analyst disappears after asking for input).
+
+**Bounded.** The desk works on at most ``max_analysts`` tickets at once (default :data:`MAX_ANALYSTS`).
+Its analysts are slots ``analyst-1`` .. ``analyst-N``: each connects once, on its first ticket, and
+stays connected (at most N connections, however many tickets come), because it may own interrupted
+tasks (INPUT_REQUIRED, AUTH_REQUIRED) whose continuation the requester sends to its topic. A slot is
+reserved when a new task is admitted (``Responder(admit=...)``, before the task exists) and freed
+when the handler returns: the task is terminal or interrupted. A new task that finds every slot taken
+is answered -32004 ``responder_unavailable`` (retry-eligible) and never created (Profile: error
+handling, overload), instead of opening one more MQTT connection per ticket.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+import time
+from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
 from ..agents.context import TaskContext
@@ -21,13 +33,19 @@ from ..agents.responder import Responder
 from ..agents.runtime import TaskRuntime
 from ..agents.store import MemoryTaskStore, SqliteTaskStore
 from ..mqtt.broker import BrokerEndpoint
-from ..protocol import cards, messages
+from ..protocol import cards, errors, messages
+from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from . import analysis, ticket_data
 
 log = logging.getLogger(__name__)
 
 HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
+MAX_ANALYSTS = 4
+"""The desk's default capacity: tickets worked on at once, and analyst connections (``analyst-1`` ..
+``analyst-4``; ``broker --secure`` pre-issues exactly these logins: ``mqtt.secure.DESK_ANALYSTS``)."""
+RESERVATION_TTL_S = 30.0
+"""A slot reserved by ``admit`` whose task never reached the handler (the store failed) is freed after this."""
 BrokerChoice = Union[str, BrokerEndpoint, None, Callable[[str], BrokerEndpoint]]
 
 
@@ -123,14 +141,37 @@ def _steps_from(ctx: TaskContext) -> str:
     return text.split("Reproduction:", 1)[1].strip() if "Reproduction:" in text else ""
 
 
+@dataclass
+class AnalystSlot:
+    """One of the desk's ``max_analysts`` places: a name, the analyst connected under it (started on
+    first use, kept), and whether a ticket holds it now."""
+
+    name: str
+    analyst: Optional[Responder] = None
+    busy: bool = False
+    last_used: int = 0  # a use counter: the least recently used free slot is taken first
+
+    @property
+    def dying(self) -> bool:
+        """The analyst froze to die (``handover="dies"``) but is still connected: not usable yet."""
+        return self.analyst is not None and self.analyst.frozen and self.analyst.alive
+
+
 class TicketDesk:
-    """The card agent plus its spawned analysts, sharing one task runtime (and store)."""
+    """The card agent plus its analysts (at most ``max_analysts``), sharing one task runtime (and store)."""
 
     def __init__(self, *, org: str = "acme", unit: str = "support", broker: BrokerChoice = None,
                  handover: str = "first-reply", store_path: Optional[str] = None, pace: float = 0.05,
-                 seed: Optional[int] = None, pool: Optional[str] = None):
+                 seed: Optional[int] = None, pool: Optional[str] = None, max_analysts: int = MAX_ANALYSTS):
         if handover not in HANDOVER_PLANS:
             raise ValueError(f"handover must be one of {HANDOVER_PLANS}, got {handover!r}")
+        if max_analysts < 1:
+            raise ValueError(f"max_analysts must be at least 1, got {max_analysts}")
+        self.max_analysts = max_analysts
+        self.slots = [AnalystSlot(f"analyst-{i}") for i in range(1, max_analysts + 1)]
+        self._reserved: dict[str, tuple[AnalystSlot, float]] = {}  # messageId -> slot admitted for it
+        self._uses = itertools.count(1)
+        self.refused = 0  # new tasks answered -32004 (at capacity)
         self.org, self.unit, self.broker = org, unit, broker
         self.handover = handover
         self.ids = IdSource(seed)
@@ -147,36 +188,114 @@ class TicketDesk:
             log.info("ticket-desk: %d task(s) were running when the desk last stopped; marked failed",
                      len(self.orphans_failed))
         self.desk = Responder("ticket-desk", self._desk_handler, org=org, unit=unit, card=desk_card(org, unit),
-                              runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), ids=self.ids, pool=pool)
+                              runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), ids=self.ids, pool=pool,
+                              admit=self._admit)
 
-    def spawn(self) -> Responder:
-        """A new analyst instance: its own client ID, no card, the desk's runtime."""
+    # -- capacity: slots reserved at admission, freed when the handler returns ---------------------------
+    def _admit(self, message: dict) -> Optional[A2AError]:
+        """``Responder(admit=...)``: reserve a slot for a new task, or refuse it with -32004 before it
+        exists. Reserving here (under the runtime's lock, as the task is created) closes the race of
+        two new tasks and the last free slot: only one of them gets it."""
         with self._lock:
-            name = f"analyst-{self.ids.uuid4()[:6]}"
-            inst = Responder(name, self._analyst_handler, org=self.org, unit=self.unit, runtime=self.runtime,
-                             broker=broker_for(self.broker, name), ids=self.ids)
-            self.instances.append(inst)
-            return inst
+            self._expire_reservations()
+            slot = self._free_slot()
+            if slot is None:
+                self.refused += 1
+                return errors.responder_unavailable(
+                    f"ticket-desk is working on {self.max_analysts} tickets, its capacity (max_analysts); "
+                    "retry later")
+            self._reserved[str(message.get("messageId"))] = (slot, time.monotonic())
+            return None
 
+    def _free_slot(self) -> Optional[AnalystSlot]:
+        """The least recently used slot that no ticket holds (marked busy), or None; under ``_lock``."""
+        free = [s for s in self.slots if not s.busy and not s.dying]
+        if not free:
+            return None
+        slot = min(free, key=lambda s: s.last_used)
+        slot.busy, slot.last_used = True, next(self._uses)
+        return slot
+
+    def _expire_reservations(self) -> None:
+        now = time.monotonic()
+        for key, (slot, since) in list(self._reserved.items()):
+            if now - since > RESERVATION_TTL_S:
+                del self._reserved[key]
+                slot.busy = False
+
+    def _reserved_slot(self, ctx: TaskContext) -> Optional[AnalystSlot]:
+        """The slot ``admit`` reserved for this task's first message (None for a continuation)."""
+        with self._lock:
+            reserved = self._reserved.pop(str(ctx.message.get("messageId")), None)
+            return reserved[0] if reserved else None
+
+    def _take_free_slot(self, held: list[AnalystSlot]) -> Optional[AnalystSlot]:
+        with self._lock:
+            slot = self._free_slot()
+        if slot is not None:
+            held.append(slot)
+        return slot
+
+    def _release(self, held: list[AnalystSlot]) -> None:
+        with self._lock:
+            for slot in held:
+                slot.busy = False
+
+    def _analyst_in(self, slot: AnalystSlot) -> Responder:
+        """The slot's analyst, connected on first use (or again after it died): its own client ID
+        ``{org}/{unit}/analyst-N``, no card, the desk's runtime. Two workers are enough: the desk's
+        worker runs the ticket; the analyst's own only serve follow-ups sent to its topic."""
+        if slot.analyst is None or not slot.analyst.alive:
+            inst = Responder(slot.name, self._analyst_handler, org=self.org, unit=self.unit, runtime=self.runtime,
+                             broker=broker_for(self.broker, slot.name), ids=self.ids, workers=2)
+            with self._lock:
+                slot.analyst = inst
+                self.instances.append(inst)
+        return slot.analyst
+
+    @property
+    def analysts_connected(self) -> int:
+        return sum(1 for s in self.slots if s.analyst is not None and s.analyst.alive)
+
+    # -- the work ---------------------------------------------------------------------------------------
     def _desk_handler(self, ctx: TaskContext):
+        slot = self._reserved_slot(ctx)
+        held = [slot] if slot is not None else []
+        try:
+            return self._desk_work(ctx, held)
+        finally:
+            self._release(held)
+
+    def _desk_work(self, ctx: TaskContext, held: list[AnalystSlot]):
         plan = self.handover
         if ctx.agent != self.desk.agent and ctx.agent not in self.runtime.agents:
             ctx.hand_over(self.desk)  # the analyst it was handed to is gone: the desk takes the task back
         if plan == "none" or (plan == "dies" and ctx.turn > 1):
-            return self._work(ctx, plan="none")
+            return self._work(ctx, "none", held)
         if plan in ("mid-stream", "double"):
             ctx.working("ticket-desk: triaging the ticket, looking for a free analyst")
             ctx.wait(self.analyst.pace)
-        ctx.hand_over(self.spawn())
-        return self._work(ctx, plan)
+        if not held and self._take_free_slot(held) is None:
+            return self._work(ctx, "none", held)  # a continuation while every slot is taken: the desk works
+        ctx.hand_over(self._analyst_in(held[0]))
+        return self._work(ctx, plan, held)
 
     def _analyst_handler(self, ctx: TaskContext):
-        return self._work(ctx, plan="none" if self.handover != "double" else "double")
+        held: list[AnalystSlot] = []
+        try:
+            return self._work(ctx, "none" if self.handover != "double" else "double", held)
+        finally:
+            self._release(held)
 
-    def _work(self, ctx: TaskContext, plan: str):
+    def _work(self, ctx: TaskContext, plan: str, held: list[AnalystSlot]):
+        handed_twice = []
+
         def on_step(name: str) -> None:
-            if plan == "double" and name == "report-half" and len(self.instances) < 2:
-                ctx.hand_over(self.spawn())
+            if plan == "double" and name == "report-half" and not handed_twice:
+                second = self._take_free_slot(held)
+                if second is not None:  # the second handover needs a free slot; at capacity it is skipped
+                    handed_twice.append(second)
+                    ctx.hand_over(self._analyst_in(second))
             if plan == "dies" and name == "asked-input":
                 owner = self.runtime.agents.get(ctx.agent)
                 if owner is not None and owner is not self.desk:
@@ -186,7 +305,7 @@ class TicketDesk:
         return self.analyst(ctx, on_step)
 
     def stop(self) -> None:
-        for inst in self.instances:
+        for inst in list(self.instances):
             inst.stop()
         self.desk.stop()
 
