@@ -133,10 +133,10 @@ class Responder:
             t.start()
             self._threads.append(t)
         self.session.subscribe(self.request_topic, handler=self._on_request)
+        if self.card is not None:  # before joining a pool: the other members read an online card as "live"
+            self.publish_card()
         if self.pool:
             self._join_pool()
-        if self.card is not None:
-            self.publish_card()
         return self
 
     def _join_pool(self) -> None:
