@@ -90,6 +90,8 @@ def _wait_for_signal() -> None:
 
 @command("broker")
 def cmd_broker(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from .mqtt.broker import BrokerError, EmbeddedBroker
 
     try:
@@ -110,8 +112,15 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
               f"{f['credentials']}", file=sys.stderr)
         print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
-        print(f"# e.g. the coordinator: {broker.credentials('coordinator').url} (password in the file above)",
-              file=sys.stderr, flush=True)
+        print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
+        print(f"#   export A2A_BROKER_URL='{broker.url}'", file=sys.stderr)
+        print(f"#   export A2A_BROKER_CREDENTIALS={f['credentials']}", file=sys.stderr)
+        print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
+        print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
+              file=sys.stderr)
+        coordinator = replace(broker.credentials("coordinator"), password="PASSWORD")
+        print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
+              f"#   export A2A_BROKER_URL='{coordinator.url_with_secret}'", file=sys.stderr, flush=True)
     else:
         print(f"# In another shell: export A2A_BROKER_URL={broker.url}", file=sys.stderr, flush=True)
     try:

@@ -27,6 +27,9 @@ def add_parsers(sub) -> None:
     s.add_argument("--handover", default="first-reply", choices=HANDOVER_PLANS,
                    type=one_of(HANDOVER_PLANS, "handover plan"),
                    help="ticket-desk handover plan (default first-reply)")
+    s.add_argument("--max-analysts", type=positive_int, default=4,
+                   help="ticket-desk: tickets worked on at once, one analyst connection each (analyst-1..N); "
+                        "more get error -32004 (default 4)")
     s.add_argument("--pool", default=None, help="also consume the shared pool request topic of this pool")
     s.add_argument("--members", type=positive_int, default=1, help="analyst pool: how many members to run")
     s.add_argument("--store", default=None, help="SQLite file for the desk's tasks (survives a restart)")
@@ -82,9 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"echo serving on {r.request_topic} ({resolve(args.broker).url})", flush=True)
     elif args.agent == "ticket-desk":
         desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover, store_path=args.store,
-                          pool=args.pool, pace=args.pace)
+                          pool=args.pool, pace=args.pace, max_analysts=args.max_analysts)
         stoppers.append(desk.stop)
-        print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover})", flush=True)
+        print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover}; at most "
+              f"{args.max_analysts} tickets at once, analysts analyst-1..analyst-{args.max_analysts})", flush=True)
         if desk.orphans_failed:
             print(f"{len(desk.orphans_failed)} task(s) in {args.store} were still running when the desk last "
                   "stopped: marked failed (a requester's GetTask says why)", flush=True)
@@ -110,7 +114,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     from .protocol.retry import RetryProfile
 
     retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=max(30.0, args.timeout))
-    req = Requester("cli", org=args.org, unit=args.unit, broker=args.broker, retry=retry)
+    req = Requester(sender_agent(args), org=args.org, unit=args.unit, broker=args.broker, retry=retry)
     t = time.perf_counter()
     try:
         if not args.agent.startswith("pool:"):  # a pool has no card of its own
@@ -131,6 +135,25 @@ def cmd_send(args: argparse.Namespace) -> int:
         return 0
     finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
+
+
+def sender_agent(args: argparse.Namespace) -> str:
+    """The agent id ``send`` uses: ``cli``, or, when the broker URL logs in as ``{org}/{unit}/{agent}``
+    (``broker --secure`` renames every client after its login), that ``agent``: a login
+    ``acme/support/coordinator`` can only read the coordinator's reply topics."""
+    import os
+
+    from .mqtt.broker import ENV_URL, BrokerEndpoint
+
+    url = args.broker or os.environ.get(ENV_URL)
+    username = BrokerEndpoint.from_url(url).username if url else None
+    if not username or username.count("/") != 2:
+        return "cli"
+    org, unit, agent = username.split("/")
+    if (org, unit) != (args.org, args.unit):
+        raise UsageError(f"the broker login {username} is in {org}/{unit}, but send works in {args.org}/{args.unit}: "
+                         f"add --org {org} --unit {unit}")
+    return agent
 
 
 CARD_LOOKUP_S = 0.25
