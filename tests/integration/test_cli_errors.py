@@ -1,0 +1,282 @@
+"""Clear failures, no tracebacks: every command turns mistakes and outages into an ``error:`` line.
+
+Each test runs the real ``python -m a2a_nb`` as a subprocess (a real Mosquitto behind it, or a closed
+loopback port for "unreachable") and checks the exit status (0 success, 1 expected failure, 2 usage,
+130 Ctrl-C), the words a learner reads, and that no Python traceback reaches stderr.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from a2a_nb import cli_agents
+from a2a_nb.agents.responder import Responder
+from a2a_nb.mqtt.broker import free_port
+from a2a_nb.mqtt.session import Session
+from a2a_nb.protocol import topics
+from a2a_nb.protocol.packet import MqttMessage
+from a2a_nb.story.cast import HANDOVER_PLANS, TicketDesk, echo_card, echo_handler
+from a2a_nb.story.scenarios import SCENARIOS
+
+CLI = [sys.executable, "-m", "a2a_nb"]
+
+
+def run(args, env, timeout=60):
+    return subprocess.run(CLI + args, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def start(args, env):
+    """A command running in the background, its output unbuffered so lines arrive as printed."""
+    return subprocess.Popen(CLI + args, env=dict(env, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def read_until(proc, marker: str, timeout: float = 30.0) -> str:
+    """stdout lines of ``proc`` up to the first containing ``marker`` (fails if it ends first)."""
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if marker in line:
+            return "".join(seen)
+    proc.kill()
+    raise AssertionError(f"{marker!r} never printed; stdout: {''.join(seen)}; stderr: {proc.stderr.read()}")
+
+
+def assert_clean_failure(out, status: int, *phrases: str) -> None:
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == status, (out.returncode, out.stdout, out.stderr)
+    for phrase in phrases:
+        assert phrase in out.stderr, out.stderr
+
+
+def unit_name() -> str:
+    return f"errs{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def env(broker_url):
+    return dict(os.environ, A2A_BROKER_URL=broker_url)
+
+
+@pytest.fixture
+def closed_port_env():
+    """A2A_BROKER_URL naming a loopback port nobody listens on."""
+    return dict(os.environ, A2A_BROKER_URL=f"mqtt://127.0.0.1:{free_port()}")
+
+
+@pytest.fixture
+def cards(broker_url):
+    """Publish retained Agent Cards (as an agent would) and clear them afterwards."""
+    session = Session("acme", "errs", f"cards-{uuid.uuid4().hex[:6]}", broker=broker_url)
+    published = []
+
+    def publish(unit: str, agent: str) -> None:
+        topic = topics.discovery_topic("acme", unit, agent)
+        session.publish(MqttMessage(topic, json.dumps(echo_card("acme", unit, agent)).encode(), qos=1, retain=True))
+        published.append(topic)
+
+    yield publish
+    for topic in published:
+        session.publish(MqttMessage(topic, b"", qos=1, retain=True))
+    session.close()
+
+
+# -- the broker is not there ---------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [
+    ["send", "echo", "hi"],
+    ["serve", "echo"],
+    ["story", "--pace", "0"],
+    ["record", "--out", "{tmp}/r.jsonl", "--seconds", "1"],
+    ["bench", "-n", "5", "--stream-n", "5", "--rounds", "1", "--load-tasks", "0"],
+], ids=lambda argv: argv[0])
+def test_unreachable_broker_is_one_error_line_and_exit_1(argv, closed_port_env, tmp_path):
+    out = run([a.format(tmp=tmp_path) for a in argv], closed_port_env)
+    assert_clean_failure(out, 1, "error: cannot reach the MQTT broker at mqtt://127.0.0.1:", "python -m a2a_nb broker")
+
+
+@pytest.mark.parametrize("url", ["http://x", "mqtt://host:notaport", "garbage", "mqtt://127.0.0.1:99999"])
+def test_bad_broker_url_says_what_it_must_look_like(url):
+    out = run(["send", "echo", "hi"], dict(os.environ, A2A_BROKER_URL=url))
+    assert_clean_failure(out, 2, f"error: A2A_BROKER_URL: broker URL {url!r}", "mqtt://127.0.0.1:1883")
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bad_broker_option_is_named_and_lint_ignores_the_variable(tmp_path):
+    out = run(["record", "--out", str(tmp_path / "r.jsonl"), "--broker", "tcp://x:1"], dict(os.environ))
+    assert_clean_failure(out, 2, "error: --broker: broker URL 'tcp://x:1' must start with mqtt:// or mqtts://")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    lint = run(["lint", str(empty)], dict(os.environ, A2A_BROKER_URL="garbage"))  # lint needs no broker
+    assert lint.returncode == 0, lint.stderr
+
+
+def test_broker_lost_mid_story_exits_1_with_a_clear_line(private_broker):
+    story = start(["story", "--scenario", "full", "--pace", "0.2"], dict(os.environ, A2A_BROKER_URL=private_broker.url))
+    try:
+        read_until(story, "[05]")
+        private_broker.stop()
+        _, err = story.communicate(timeout=60)
+    finally:
+        story.kill()
+    assert "Traceback" not in err, err
+    assert story.returncode == 1, err
+    assert f"error: lost the broker at mqtt://127.0.0.1:{private_broker.port}" in err, err
+    assert "hint: start it again, then rerun the command" in err
+
+
+def test_debug_flag_shows_the_traceback(closed_port_env):
+    out = run(["--debug", "send", "echo", "hi"], closed_port_env)
+    assert out.returncode == 1 and "Traceback" in out.stderr and "SessionError" in out.stderr
+
+
+# -- send: who is there? -------------------------------------------------------------------------------
+def test_send_to_an_unknown_agent_lists_the_known_ones_at_once(env, broker_url, cards):
+    unit = unit_name()
+    cards(unit, "ticket-desk")
+    cards(unit, "echo")  # replaced by the responder's own card; cleared at the end by the fixture
+    echo = Responder("echo", echo_handler, org="acme", unit=unit, card=echo_card("acme", unit),
+                     broker=broker_url, inline=True)
+    try:
+        t = time.monotonic()
+        out = run(["send", "ecko", "hi", "--unit", unit, "--timeout", "30"], env)
+        elapsed = time.monotonic() - t
+        assert_clean_failure(out, 1, f"error: no card for ecko in acme/{unit}; known agents: echo, ticket-desk",
+                             "check the agent name, --org and --unit")
+        assert elapsed < 10, "answered without waiting for the 30 s reply timeout"
+        known = run(["send", "echo", "hi", "--unit", unit], env)
+        assert known.returncode == 0 and "echo: hi" in known.stdout, known.stderr
+    finally:
+        echo.stop()
+
+
+def test_card_check_of_a_known_agent_costs_milliseconds(broker_url, cards):
+    unit = unit_name()
+    cards(unit, "echo")
+    session = Session("acme", unit, "cli-check", broker=broker_url)
+    try:
+        t = time.perf_counter()
+        cli_agents.check_card(session, "echo", "acme", unit)
+        assert time.perf_counter() - t < cli_agents.CARD_LOOKUP_S / 2
+    finally:
+        session.close()
+
+
+def test_agent_with_a_card_but_silent_times_out_with_a_hint(env, cards):
+    unit = unit_name()
+    cards(unit, "ghost")
+    out = run(["send", "ghost", "hi", "--unit", unit, "--timeout", "0.3"], env)
+    assert_clean_failure(out, 1, "error: timeout:", "ghost", "hint: is the agent served?")
+
+
+def test_pool_targets_skip_the_card_check(env):
+    out = run(["send", "pool:nobody", "hi", "--unit", unit_name(), "--timeout", "0.3"], env)
+    assert_clean_failure(out, 1, "error: timeout:")
+    assert "no card" not in out.stderr
+
+
+# -- option values ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, phrase", [
+    (["serve", "ticket-desk", "--handover", "sideways"], "unknown handover plan 'sideways'; choose from none,"),
+    (["story", "--scenario", "nope"], "unknown scenario 'nope'; choose from happy,"),
+    (["story", "--pace", "-1"], "-1 is out of range; give a number of seconds, 0 or more"),
+    (["send", "echo", "hi", "--timeout", "-1"], "-1 is out of range; give a number of seconds greater than 0"),
+    (["send", "echo", "hi", "--timeout", "soon"], "'soon' is not a number"),
+    (["bench", "-n", "0"], "0 is out of range; give a whole number of at least 1"),
+    (["bench", "--load-tasks", "-5"], "give a whole number, 0 or more"),
+    (["serve", "analyst", "--pool", "p", "--members", "0"], "give a whole number of at least 1"),
+    (["record", "--out", "x.jsonl", "--seconds", "0"], "give a number of seconds greater than 0"),
+    (["broker", "--port", "70000"], "give a TCP port between 1 and 65535"),
+    (["serve", "analyst"], "error: serve analyst needs --pool NAME"),
+    (["send", "no/slash", "hi"], "error: "),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_bad_option_values_are_usage_errors(argv, phrase, env):
+    out = run(argv, env)
+    assert_clean_failure(out, 2, phrase)
+
+
+def test_choices_match_the_story():
+    assert cli_agents.HANDOVER_PLANS == HANDOVER_PLANS
+    assert cli_agents.SCENARIO_NAMES == (*SCENARIOS, "full")
+
+
+# -- files -----------------------------------------------------------------------------------------------
+def _junk_files(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "binary.jsonl").write_bytes(b"\x00\x01\xff\xfejunk\n")
+    (tmp_path / "shape.jsonl").write_text('{"hello": "world"}\n')
+    (tmp_path / "list.jsonl").write_text("[1, 2, 3]\n")
+    return {
+        "missing": (tmp_path / "missing.jsonl", "no recording at"),
+        "folder": (tmp_path / "folder", "is a folder, not a recording"),
+        "binary": (tmp_path / "binary.jsonl", "not text (a recording is UTF-8 JSON lines"),
+        "shape": (tmp_path / "shape.jsonl", 'got an object without "v"'),
+        "list": (tmp_path / "list.jsonl", "got a JSON list"),
+    }
+
+
+def test_lint_of_what_is_not_a_recording_is_one_line_exit_2(tmp_path):
+    for name, (path, phrase) in _junk_files(tmp_path).items():
+        out = run(["lint", str(path)], dict(os.environ))
+        assert_clean_failure(out, 2, phrase)
+        assert len(out.stderr.strip().splitlines()) == 1, (name, out.stderr)
+
+
+def test_record_refuses_folders_and_foreign_files_before_connecting(tmp_path, closed_port_env):
+    files = _junk_files(tmp_path)
+    folder = run(["record", "--out", str(files["folder"][0])], closed_port_env)
+    assert_clean_failure(folder, 2, "is a folder; give a file name")
+    foreign = files["binary"][0]
+    before = foreign.read_bytes()
+    out = run(["record", "--out", str(foreign)], closed_port_env)
+    assert_clean_failure(out, 2, "exists and is not a recording; choose another file")
+    assert foreign.read_bytes() == before
+
+
+def test_story_checks_record_and_charts_paths_first(tmp_path, env):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    rec = run(["story", "--record", str(tmp_path / "folder")], env)
+    assert_clean_failure(rec, 2, "--record", "is a folder")
+    charts = run(["story", "--charts", str(tmp_path / "a-file")], env)
+    assert_clean_failure(charts, 2, "--charts", "is a file; give a folder")
+    assert "===" not in rec.stdout + charts.stdout  # no story was told
+
+
+# -- Ctrl-C ----------------------------------------------------------------------------------------------
+def test_ctrl_c_during_send_stream_exits_quietly(env, broker_url):
+    unit = unit_name()
+    desk = TicketDesk(org="acme", unit=unit, broker=broker_url, handover="first-reply", pace=0.5)
+    try:
+        send = start(["send", "ticket-desk", "Analyze ticket TCK-4821\nReproduction: refresh twice", "--stream",
+                      "--unit", unit], env)
+        try:
+            read_until(send, "statusUpdate")
+            send.send_signal(signal.SIGINT)
+            _, err = send.communicate(timeout=20)
+        finally:
+            send.kill()
+    finally:
+        desk.stop()
+    assert send.returncode == 130 and err.strip() == "interrupted", err
+
+
+def test_ctrl_c_during_story_exits_quietly(env):
+    story = start(["story", "--scenario", "full", "--pace", "0.2"], env)
+    try:
+        read_until(story, "[03]")
+        story.send_signal(signal.SIGINT)
+        _, err = story.communicate(timeout=20)
+    finally:
+        story.kill()
+    assert "Traceback" not in err, err
+    assert story.returncode == 130 and "interrupted" in err, err
