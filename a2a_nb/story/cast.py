@@ -321,8 +321,13 @@ def analyst_pool(pool: str, members: int = 3, *, org: str = "acme", unit: str = 
                  seed: Optional[int] = None) -> list[Responder]:
     """Pool members consuming ``$share/{group_id}/.../pool/{pool}`` (or, on Mosquitto 2.0.11, the pool
     topic with claiming among the live members: a member that dies leaves its work to the others),
-    each with its own store."""
+    each with its own store.
+
+    With a ``seed`` (the lessons) the members are numbered ``analyst-{pool}-1``...; without one each
+    call names its members ``analyst-{pool}-{random}``, so several ``serve analyst --pool`` processes
+    can serve one pool (one client ID each) and one of them can be stopped or killed alone."""
     ids = IdSource(seed)
     analyst = Analyst(pace=pace)
-    return [Responder(f"analyst-{pool}-{i + 1}", analyst, org=org, unit=unit, pool=pool,
-                      broker=broker_for(broker, f"analyst-{pool}-{i + 1}"), ids=ids) for i in range(members)]
+    names = [f"analyst-{pool}-{i + 1 if seed is not None else ids.uuid4()[:6]}" for i in range(members)]
+    return [Responder(name, analyst, org=org, unit=unit, pool=pool, broker=broker_for(broker, name), ids=ids)
+            for name in names]
