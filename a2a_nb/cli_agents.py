@@ -96,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not args.pool:
             raise UsageError("serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)")
         for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url,
-                                   pace=args.pace):
+                                   pace=args.pace, unique_names=True):
             stoppers.append(member.stop)
             print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
     try:
@@ -233,7 +233,13 @@ def cmd_story(args: argparse.Namespace) -> int:
     try:
         for seed, name in enumerate(names, start=4821):
             print(f"\n=== {name} ===")
-            results.append(run_scenario(name, url, served=args.served, pace=args.pace, seed=seed))
+            try:
+                results.append(run_scenario(name, url, served=args.served, pace=args.pace, seed=seed))
+            except RuntimeError as exc:  # discovery found no served agent (not a subclass: those are outages)
+                if not args.served or type(exc) is not RuntimeError:
+                    raise
+                raise CliError(str(exc), hint="serve them first (`python -m a2a_nb serve ticket-desk`; for the "
+                               "pool scenario also `serve analyst --pool analysts`) or drop --served") from None
     finally:
         if recorder is not None:
             recorder.wait_idle(0.3)

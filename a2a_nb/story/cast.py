@@ -318,16 +318,16 @@ class TicketDesk:
 
 def analyst_pool(pool: str, members: int = 3, *, org: str = "acme", unit: str = "support",
                  broker: BrokerChoice = None, pace: float = 0.05,
-                 seed: Optional[int] = None) -> list[Responder]:
+                 seed: Optional[int] = None, unique_names: bool = False) -> list[Responder]:
     """Pool members consuming ``$share/{group_id}/.../pool/{pool}`` (or, on Mosquitto 2.0.11, the pool
     topic with claiming among the live members: a member that dies leaves its work to the others),
     each with its own store.
 
-    With a ``seed`` (the lessons) the members are numbered ``analyst-{pool}-1``...; without one each
-    call names its members ``analyst-{pool}-{random}``, so several ``serve analyst --pool`` processes
-    can serve one pool (one client ID each) and one of them can be stopped or killed alone."""
+    Members are numbered ``analyst-{pool}-1``... (the story's cast). ``unique_names``: name them
+    ``analyst-{pool}-{random}`` instead, so several ``serve analyst --pool`` processes can serve one
+    pool (one client ID each) and one of them can be stopped or killed alone."""
     ids = IdSource(seed)
     analyst = Analyst(pace=pace)
-    names = [f"analyst-{pool}-{i + 1 if seed is not None else ids.uuid4()[:6]}" for i in range(members)]
+    names = [f"analyst-{pool}-{ids.uuid4()[:6] if unique_names else i + 1}" for i in range(members)]
     return [Responder(name, analyst, org=org, unit=unit, pool=pool, broker=broker_for(broker, name), ids=ids)
             for name in names]
