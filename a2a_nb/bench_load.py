@@ -22,6 +22,7 @@ completes. Measured per task, on the requester side:
 """
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
@@ -208,6 +209,163 @@ def format_load(result: dict) -> str:
         f"  first event ms:  p50 {first.get('p50')}  p90 {first.get('p90')}  p99 {first.get('p99')}",
         f"  {result['events_per_s']} stream items/s over {result['wall_s']} s",
     ])
+
+
+# -- resources: a burst against the ticket desk, many echo requests --------------------------------------
+def process_resources() -> dict:
+    """This process's threads, open file descriptors and resident memory (MB), from ``/proc/self``
+    (Linux; elsewhere threads from ``threading`` and fds/RSS as None)."""
+    import os
+
+    def count(folder: str) -> Optional[int]:
+        try:
+            return len(os.listdir(folder))
+        except OSError:
+            return None
+
+    rss = None
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return {"threads": count("/proc/self/task") or threading.active_count(), "fds": count("/proc/self/fd"),
+            "rss_mb": rss}
+
+
+BURST_TEXT = "TCK-4821: order status not updating after checkout\nReproduction: pay by card, then open the order page"
+
+
+def run_desk_burst(url: Union[str, BrokerEndpoint, None] = None, requests: int = 400,
+                   max_analysts: Optional[int] = None, *, org: str = "acme", unit: Optional[str] = None,
+                   timeout_s: float = 60.0) -> dict:
+    """``requests`` SendMessage requests published at once to a ticket desk (QoS 1, one client, no
+    waiting between them), then one more request once the burst is answered.
+
+    A bounded desk answers each burst request with a completed task or with -32004
+    ``responder_unavailable`` (at capacity: no task is created), keeps at most ``max_analysts``
+    analyst connections, and still answers the request after the burst. Returns the counts and
+    this process's threads / fds / RSS before the desk starts, after the burst, and after it stopped.
+    """
+    from .agents.requester import Requester
+    from .mqtt.session import Session
+    from .protocol import errors as a2a_errors
+    from .protocol import jsonrpc, topics
+    from .protocol.packet import MqttMessage, encode_json
+    from .story.cast import MAX_ANALYSTS, TicketDesk
+
+    endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
+    unit = unit or f"burst-{uuid.uuid4().hex[:8]}"
+    max_analysts = max_analysts or MAX_ANALYSTS
+    before = process_resources()
+    desk = TicketDesk(org=org, unit=unit, broker=endpoint, handover="first-reply", pace=0.0,
+                      max_analysts=max_analysts)
+    client = Session(org, unit, "burst-client", broker=endpoint)
+    reply_topic = topics.reply_topic(org, unit, "burst-client", uuid.uuid4().hex)
+    answers: dict[bytes, dict] = {}
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def on_reply(msg: MqttMessage) -> None:
+        with lock:
+            answers.setdefault(msg.correlation_data, json.loads(msg.payload))
+            if len(answers) >= requests:
+                done.set()
+
+    try:
+        client.subscribe(reply_topic, handler=on_reply)
+        request_topic = topics.request_topic(org, unit, "ticket-desk")
+        t0 = time.perf_counter()
+        for i in range(requests):
+            message = messages.user_message(BURST_TEXT, message_id=f"burst-{i}", task_id=str(uuid.uuid4()),
+                                            context_id=str(uuid.uuid4()))
+            body = jsonrpc.request(jsonrpc.SEND_MESSAGE, messages.send_message_params(message), f"b{i}")
+            client.publish_nowait(MqttMessage(request_topic, encode_json(body), qos=1, response_topic=reply_topic,
+                                              correlation_data=uuid.uuid4().bytes))
+        done.wait(timeout_s)
+        burst_s = time.perf_counter() - t0
+        with lock:
+            replies = list(answers.values())
+        completed = sum(1 for r in replies
+                        if (r.get("result") or {}).get("task", {}).get("status", {}).get("state") == states.COMPLETED)
+        refused = sum(1 for r in replies if (r.get("error") or {}).get("code") == a2a_errors.RESPONDER_UNAVAILABLE)
+        after_burst = process_resources()
+        analysts_connected = desk.analysts_connected
+        requester = Requester("burst-after", org=org, unit=unit, broker=endpoint, retry=LOAD_RETRY)
+        try:
+            after = requester.send("ticket-desk", BURST_TEXT)
+            good_state = after.state
+        finally:
+            requester.close()
+    finally:
+        client.close()
+        desk.stop()
+    stopped = process_resources()
+    return {"requests": requests, "max_analysts": max_analysts, "answered": len(replies), "completed": completed,
+            "refused_32004": refused, "other": len(replies) - completed - refused, "burst_s": round(burst_s, 2),
+            "analysts_connected": analysts_connected, "analysts_started": len(desk.instances),
+            "after_burst_request": good_state, "before": before, "after_burst": after_burst, "after_stop": stopped}
+
+
+def run_echo_memory(url: Union[str, BrokerEndpoint, None] = None, n: int = 5000, *, org: str = "bench",
+                    unit: Optional[str] = None) -> dict:
+    """``n`` SendMessage round trips to an echo agent (as ``serve echo`` runs it) in this process:
+    RSS before and after. Each one is a task the agent stores and a route the requester keeps;
+    both are bounded (``MemoryTaskStore`` keeps a bounded number of terminal tasks, the requester's
+    routing table the most recent ones), so RSS levels off instead of growing with ``n``."""
+    from .story.cast import echo_handler
+
+    endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
+    unit = unit or f"echo-{uuid.uuid4().hex[:8]}"
+    echo = Responder("echo", echo_handler, org=org, unit=unit, broker=endpoint, inline=True)
+    req = Requester("echo-client", org=org, unit=unit, broker=endpoint, retry=LOAD_RETRY)
+    try:
+        before = process_resources()
+        half = None
+        t0 = time.perf_counter()
+        for i in range(n):
+            req.send("echo", "ping")
+            if i == n // 2:
+                half = process_resources()
+        elapsed = time.perf_counter() - t0
+        after = process_resources()
+        stored = len(echo.runtime.store.list()) if hasattr(echo.runtime.store, "list") else None
+    finally:
+        req.close()
+        echo.stop()
+    return {"n": n, "seconds": round(elapsed, 2), "per_s": round(n / elapsed), "before": before, "half": half,
+            "after": after, "rss_growth_mb": _growth(before, after), "second_half_growth_mb": _growth(half, after),
+            "tasks_kept": stored}
+
+
+def _growth(a: Optional[dict], b: Optional[dict]) -> Optional[float]:
+    if not a or not b or a.get("rss_mb") is None or b.get("rss_mb") is None:
+        return None
+    return round(b["rss_mb"] - a["rss_mb"], 1)
+
+
+def format_resources(burst: Optional[dict] = None, echo: Optional[dict] = None) -> str:
+    """A few lines for a terminal."""
+    lines = []
+    if burst:
+        b, a, s = burst["before"], burst["after_burst"], burst["after_stop"]
+        lines += [
+            f"desk burst: {burst['requests']} SendMessage at once to a desk of {burst['max_analysts']} analysts: "
+            f"{burst['completed']} completed, {burst['refused_32004']} refused -32004, {burst['other']} other, "
+            f"{burst['requests'] - burst['answered']} unanswered ({burst['burst_s']} s); "
+            f"next request {burst['after_burst_request']}",
+            f"  analysts started {burst['analysts_started']}, connected {burst['analysts_connected']}; threads "
+            f"{b['threads']} → {a['threads']} (stopped: {s['threads']}), fds {b['fds']} → {a['fds']} "
+            f"({s['fds']}), RSS MB {b['rss_mb']} → {a['rss_mb']} ({s['rss_mb']})",
+        ]
+    if echo:
+        lines.append(f"echo x{echo['n']:,}: {echo['per_s']:,} requests/s; RSS MB {echo['before']['rss_mb']} → "
+                     f"{(echo['half'] or {}).get('rss_mb')} (half) → {echo['after']['rss_mb']}; threads "
+                     f"{echo['before']['threads']} → {echo['after']['threads']}, fds {echo['before']['fds']} → "
+                     f"{echo['after']['fds']}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover - manual runs
