@@ -211,7 +211,7 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
     """``(exit status, message, hint)`` for a failure of a command: the one place that maps the kit's
     exceptions to what a learner reads. The hint may be empty."""
     from .agents.requester import RequestTimeout
-    from .mqtt.broker import BrokerError
+    from .mqtt.broker import BrokerEndpoint, BrokerError
     from .mqtt.session import SessionError
     from .protocol.errors import A2AError, classify
 
@@ -231,7 +231,8 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
     if isinstance(exc, BrokerError):
         return EXIT_FAILED, str(exc), ""
     if isinstance(exc, (ConnectionError, TimeoutError)):
-        where = _broker_url(args) or "the broker"
+        url = _broker_url(args)
+        where = BrokerEndpoint.from_url(url).url if url else "the broker"  # never print a password
         return EXIT_FAILED, f"cannot reach the MQTT broker at {where}: {exc}", _BROKER_HINT
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError,
                         PermissionError)):
@@ -239,6 +240,8 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
         return EXIT_USAGE, text, ""
     if isinstance(exc, ValueError):
         return EXIT_USAGE, str(exc), ""
+    if isinstance(exc, OSError):
+        return EXIT_FAILED, str(exc), ""
     debug = f"python -m a2a_nb --debug {args.command} ..."
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
 

@@ -134,6 +134,12 @@ def test_broker_lost_mid_story_exits_1_with_a_clear_line(private_broker):
     assert "hint: start it again, then rerun the command" in err
 
 
+def test_story_served_without_agents_says_to_serve_them(private_broker):
+    out = run(["story", "--served", "--scenario", "no-handover"], dict(os.environ, A2A_BROKER_URL=private_broker.url))
+    assert_clean_failure(out, 1, "error: no online agent with a root-cause-analysis skill",
+                         "hint: serve them first (`python -m a2a_nb serve ticket-desk`")
+
+
 def test_debug_flag_shows_the_traceback(closed_port_env):
     out = run(["--debug", "send", "echo", "hi"], closed_port_env)
     assert out.returncode == 1 and "Traceback" in out.stderr and "SessionError" in out.stderr
@@ -280,3 +286,15 @@ def test_ctrl_c_during_story_exits_quietly(env):
         story.kill()
     assert "Traceback" not in err, err
     assert story.returncode == 130 and "interrupted" in err, err
+
+
+# -- the mapping itself (in-process) ----------------------------------------------------------------------
+def test_explain_maps_agent_errors_and_unexpected_ones():
+    from a2a_nb.cli import build_parser, explain
+    from a2a_nb.protocol.errors import A2AError
+
+    args = build_parser().parse_args(["send", "echo", "hi"])
+    status, message, hint = explain(A2AError(-32001, "Task not found"), args)
+    assert status == 1 and message.startswith("the agent answered error -32001 (") and "Task not found" in message
+    status, message, hint = explain(KeyError("oops"), args)
+    assert status == 1 and message == "KeyError: 'oops'" and "python -m a2a_nb --debug send" in hint
