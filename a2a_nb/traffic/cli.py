@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..cli import UsageError, command, positive_seconds
+from ..cli import EXIT_USAGE, UsageError, command, positive_seconds
 
 
 def add_parsers(sub) -> None:
@@ -64,14 +64,18 @@ def cmd_record(args: argparse.Namespace) -> int:
     from .recorder import Recorder
 
     check_recording_target(args.out)
+    try:
+        rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False)
+    except ValueError as exc:  # a filter outside $a2a/
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     stop = threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
-        # a refused filter (ValueError: exit 2), an unreachable broker (SessionError: exit 1): cli.main says so
-        rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False).start()
+        rec.start()  # an unreachable broker raises SessionError: cli.main says so (exit 1)
         url = rec.session.endpoint.url if rec.session else "?"
         until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
         print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
