@@ -3,6 +3,10 @@
 Ratios, not absolute times, are what the targets speak of: the kit's SendMessage round trip within
 1.5× the raw request/reply floor (and under 2 ms on loopback), stream events per second at least
 0.7× a raw publish/subscribe loop.
+
+Resources: a burst of SendMessage requests against a ticket desk (bounded: completions or -32004,
+threads and fds before/after) and many echo round trips (RSS before/after: the task store and the
+routing table are bounded, so memory levels off); see ``bench_load.run_desk_burst`` / ``run_echo_memory``.
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import time
 from typing import Callable, Optional
 
 from .agents.requester import Requester
-from .bench_load import format_load, run_load
+from .bench_load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
 from .agents.responder import Responder
 from .mqtt import raw_floor
 from .mqtt.broker import BrokerEndpoint, resolve
@@ -71,7 +75,7 @@ def _median_run(runs: list[dict], key: str) -> dict:
 
 
 def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: int = 3, load_tasks: int = 200,
-        say: Callable[[str], None] = print) -> dict:
+        burst: int = 400, echo_n: int = 5000, say: Callable[[str], None] = print) -> dict:
     ep = resolve(url)
     url = ep.url_with_secret
     say(f"broker {ep.url}; {rounds} interleaved rounds of {n} round trips and {stream_n} stream events")
@@ -101,6 +105,12 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     if load_tasks:
         load = results["load"] = run_load(url, tasks=load_tasks, events=20, pool_members=4)
         say(format_load(load))
+    if burst:  # resources: a bounded desk under a burst, memory over many echo requests
+        results["desk_burst"] = run_desk_burst(url, requests=burst)
+        say(format_resources(burst=results["desk_burst"]))
+    if echo_n:
+        results["echo_memory"] = run_echo_memory(url, n=echo_n)
+        say(format_resources(echo=results["echo_memory"]))
     results["targets_met"] = {"send_ratio": ratio <= 1.5, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= 0.7, "recorder_lost_0": rec["lost"] == 0,
                               "load_traffic_200k": lt["msgs_per_s"] >= 200_000}
