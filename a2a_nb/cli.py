@@ -9,6 +9,7 @@ reached), 2 a usage mistake (bad option value, bad broker URL, a file that is no
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -30,11 +31,14 @@ def command(name: str):
 
 # -- option values: argparse turns a ValueError/ArgumentTypeError here into "usage error" + exit 2 -------
 def _number(text: str, kind: type, what: str, minimum: float, strict: bool):
+    """``text`` as ``kind``, finite and at least ``minimum`` (above it when ``strict``); else a message
+    that says ``what`` to give."""
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {what}") from None
-    if value != value or value < minimum or (strict and value == minimum) or value == float("inf"):
+        kind_name = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind_name}; give {what}") from None
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
         raise argparse.ArgumentTypeError(f"{text} is out of range; give {what}")
     return value
 
@@ -193,8 +197,9 @@ def _broker_url(args: argparse.Namespace) -> Optional[str]:
 def broker_lost(args: argparse.Namespace) -> Optional[str]:
     """The printable URL of the command's broker when it no longer accepts connections, else None.
 
-    Asked after a timeout or a session error: a silent agent and a dead broker look the same from
-    the requester's side (Profile: the requester only sees missing replies)."""
+    Asked after a timeout or a session error: to a requester a silent agent and a dead broker look
+    the same, a first-reply timeout (Profile: Requester Retry and Timeout Profile); one TCP connect
+    tells them apart."""
     url = _broker_url(args)
     if url is None:  # the embedded broker of this process: it lives as long as we do
         return None
@@ -221,7 +226,8 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
         return EXIT_FAILED, f"the agent answered error {exc.code} ({classify(exc).name}): {exc.message}", ""
     if isinstance(exc, (RequestTimeout, SessionError)):
         lost = broker_lost(args)
-        if lost is not None and "cannot reach" not in str(exc):
+        never_connected = str(exc).startswith("cannot reach")  # Session.connect's message: not "lost"
+        if lost is not None and not never_connected:
             return EXIT_FAILED, f"lost the broker at {lost} ({exc})", "start it again, then rerun the command"
         if isinstance(exc, RequestTimeout):
             hint = ("is the agent served? (`python -m a2a_nb serve ...`); --timeout waits longer"

@@ -171,10 +171,11 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
     retained Agent Card on ``$a2a/v1/discovery/{org}/{unit}/+``, so a typo fails at once instead of
     after the reply timeout.
 
-    Profile: Discovery Subscriber Behavior (retained cards are the current registrations; an empty
-    retained message unregisters). The broker sends retained cards right after the SUBACK, so a
-    known agent costs a few ms and an unknown one ``wait`` seconds. A login the broker does not let
-    read the discovery topics skips the check."""
+    Profile: Discovery Subscriber Behavior 1-2 (a scoped filter; retained cards are the current
+    registrations), Presence Subscriber Behavior 3 (no retained card: the agent is unregistered or
+    unavailable). The broker sends retained cards right after the SUBACK, so a known agent costs
+    about a millisecond and an unknown one ``wait`` seconds. A login the broker does not let read the
+    discovery topics skips the check."""
     from .mqtt.session import SessionError
     from .protocol import topics
 
