@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
+from typing import Optional
 
 from .cli import (CliError, UsageError, _wait_for_signal, command, non_negative_int, non_negative_seconds, one_of,
                   positive_int, positive_seconds)
@@ -177,10 +179,10 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
     about a millisecond and an unknown one ``wait`` seconds. A login the broker does not let read the
     discovery topics skips the check."""
     from .mqtt.session import SessionError
-    from .protocol import topics
+    from .protocol import properties, topics
 
     topics.validate_identifier(agent, "agent_id")  # ValueError: a usage mistake (exit 2)
-    known: set[str] = set()
+    status: dict[str, Optional[str]] = {}  # agent → a2a-status of its card (None: not given)
     found = threading.Event()
 
     def on_card(msg) -> None:
@@ -190,8 +192,11 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
             return
         if info is None or info.kind != "discovery":
             return
-        (known.add if msg.payload else known.discard)(info.agent)
-        if info.agent == agent and msg.payload:
+        if not msg.payload:  # an empty retained message unregisters
+            status.pop(info.agent, None)
+            return
+        status[info.agent] = msg.user_property(properties.STATUS)
+        if info.agent == agent:
             found.set()
 
     flt = topics.discovery_filter(org, unit)
@@ -201,10 +206,14 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
         return
     try:
         if found.wait(wait):
+            if status.get(agent) == properties.OFFLINE:  # advisory only (Presence Subscriber Behavior 2)
+                print(f"note: the card of {agent} says {properties.STATUS}=offline; sending anyway",
+                      file=sys.stderr, flush=True)
             return
     finally:
         session.unsubscribe(flt)
-    names = ", ".join(sorted(known)) or "none"
+    names = ", ".join(name + (" (offline)" if st == properties.OFFLINE else "")
+                      for name, st in sorted(status.items())) or "none"
     servable = agent in ("echo", "ticket-desk")
     raise CliError(f"no card for {agent} in {org}/{unit}; known agents: {names}",
                    hint=(f"serve it first (`python -m a2a_nb serve {agent} --org {org} --unit {unit}`) or "

@@ -80,9 +80,10 @@ def cards(broker_url):
     session = Session("acme", "errs", f"cards-{uuid.uuid4().hex[:6]}", broker=broker_url)
     published = []
 
-    def publish(unit: str, agent: str) -> None:
+    def publish(unit: str, agent: str, status: str = "online") -> None:
         topic = topics.discovery_topic("acme", unit, agent)
-        session.publish(MqttMessage(topic, json.dumps(echo_card("acme", unit, agent)).encode(), qos=1, retain=True))
+        session.publish(MqttMessage(topic, json.dumps(echo_card("acme", unit, agent)).encode(), qos=1, retain=True,
+                                    user_properties=(("a2a-status", status),)))
         published.append(topic)
 
     yield publish
@@ -177,11 +178,14 @@ def test_card_check_of_a_known_agent_costs_milliseconds(broker_url, cards):
         session.close()
 
 
-def test_agent_with_a_card_but_silent_times_out_with_a_hint(env, cards):
+def test_agent_with_an_offline_card_is_still_asked_then_times_out_with_a_hint(env, cards):
     unit = unit_name()
-    cards(unit, "ghost")
+    cards(unit, "ghost", status="offline")
     out = run(["send", "ghost", "hi", "--unit", unit, "--timeout", "0.3"], env)
-    assert_clean_failure(out, 1, "error: timeout:", "ghost", "hint: is the agent served?")
+    assert_clean_failure(out, 1, "note: the card of ghost says a2a-status=offline; sending anyway",
+                         "error: timeout:", "ghost", "hint: is the agent served?")
+    unknown = run(["send", "ghoul", "hi", "--unit", unit], env)
+    assert_clean_failure(unknown, 1, f"no card for ghoul in acme/{unit}; known agents: ghost (offline)")
 
 
 def test_pool_targets_skip_the_card_check(env):
