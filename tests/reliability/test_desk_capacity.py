@@ -4,6 +4,7 @@ beyond that, before the task exists (Profile: error handling; ``Responder(admit=
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -97,3 +98,23 @@ def test_the_default_capacity_matches_the_cli_and_the_secure_brokers_logins():
     assert build_parser().parse_args(["serve", "ticket-desk", "--max-analysts", "2"]).max_analysts == 2
     with pytest.raises(ValueError):
         TicketDesk(max_analysts=0)
+
+
+def test_a_slot_whose_analyst_died_gets_a_new_analyst_under_the_same_name(broker_url):
+    unit = fresh_unit()
+    with TicketDesk(unit=unit, broker=broker_url, handover="dies", pace=0.0, max_analysts=1) as desk:
+        req = Requester(f"cap-{uuid.uuid4().hex[:6]}", unit=unit, broker=broker_url, retry=NO_RETRY)
+        try:
+            a = req.send("ticket-desk", TICKET_TEXT)
+            assert a.state == states.INPUT_REQUIRED and a.responder == "analyst-1"
+            first = desk.instances[0]
+            deadline = time.monotonic() + 5
+            while first.alive and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert not first.alive and desk.killed == ["analyst-1"]
+            b = req.send("ticket-desk", TICKET_TEXT)  # the slot is free again: a fresh analyst-1
+            assert b.responder == "analyst-1"
+            assert [i.agent for i in desk.instances] == ["analyst-1", "analyst-1"]
+            assert desk.instances[1] is not first and desk.analysts_connected <= 1
+        finally:
+            req.close()

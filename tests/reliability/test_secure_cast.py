@@ -144,3 +144,51 @@ def test_the_whole_cast_logs_in_as_itself_on_the_secure_broker(secure_broker_pro
     assert sum(1 for client, _ in logins if client == "acme/support/ticket-desk") == 1  # connected once
     assert TAKEOVER not in text, "a client took over another one's session"
     assert "not authorised" not in text.lower(), text[-2000:]
+
+
+# -- the look-up itself: A2A_BROKER_CREDENTIALS -----------------------------------------------------------
+@pytest.fixture
+def credentials_file(tmp_path, monkeypatch):
+    path = tmp_path / "credentials.json"
+    path.write_text(json.dumps({"ca": "/srv/ca.crt", "users": {"acme/support/analyst-1": "pw1",
+                                                               "acme/support/cli": "pw2"}}))
+    monkeypatch.setenv("A2A_BROKER_CREDENTIALS", str(path))
+    return path
+
+
+def test_a_session_without_a_username_logs_in_as_itself_from_the_credentials_file(credentials_file):
+    from a2a_nb.mqtt.broker import resolve
+
+    ep = resolve("mqtts://127.0.0.1:8883", "acme/support/analyst-1")
+    assert (ep.username, ep.password, ep.ca_file) == ("acme/support/analyst-1", "pw1", "/srv/ca.crt")
+    assert ep.username_is_client_id  # Session.connect refuses a login that is not its own Client ID
+    assert resolve("mqtts://127.0.0.1:8883?ca=/mine.crt", "acme/support/cli").ca_file == "/mine.crt"
+    # a URL with a login wins; a look-up without a client (cmd_serve's printable URL) changes nothing
+    assert resolve("mqtts://acme%2Fsupport%2Fcli:x@127.0.0.1:8883", "acme/support/analyst-1").username == \
+        "acme/support/cli"
+    assert resolve("mqtts://127.0.0.1:8883").username is None
+
+
+def test_an_agent_without_a_login_in_the_file_gets_an_error_naming_the_file(credentials_file, tmp_path, monkeypatch):
+    from a2a_nb.mqtt.broker import BrokerError, resolve
+
+    with pytest.raises(BrokerError, match=r"credentials\.json has no login for acme/support/analyst-9"):
+        resolve("mqtts://127.0.0.1:8883", "acme/support/analyst-9")
+    monkeypatch.setenv("A2A_BROKER_CREDENTIALS", str(tmp_path / "missing.json"))
+    with pytest.raises(BrokerError, match="cannot read it"):
+        resolve("mqtts://127.0.0.1:8883", "acme/support/cli")
+
+
+def test_send_acts_as_the_agent_its_url_logs_in_as(monkeypatch):
+    from a2a_nb.cli import UsageError, build_parser
+    from a2a_nb.cli_agents import sender_agent
+
+    monkeypatch.delenv("A2A_BROKER_URL", raising=False)
+    parse = build_parser().parse_args
+    assert sender_agent(parse(["send", "echo", "hi", "--broker", "mqtt://127.0.0.1:1883"])) == "cli"
+    coordinator = "mqtts://acme%2Fsupport%2Fcoordinator:pw@127.0.0.1:8883"
+    assert sender_agent(parse(["send", "echo", "hi", "--broker", coordinator])) == "coordinator"
+    monkeypatch.setenv("A2A_BROKER_URL", coordinator)
+    assert sender_agent(parse(["send", "echo", "hi"])) == "coordinator"
+    with pytest.raises(UsageError, match="--org acme --unit support"):
+        sender_agent(parse(["send", "echo", "hi", "--unit", "billing"]))
