@@ -63,24 +63,25 @@ class BrokerEndpoint:
     @classmethod
     def from_url(cls, url: str) -> "BrokerEndpoint":
         parts = urlsplit(url.strip())
+        shown = _without_password(url.strip(), parts)  # error messages never show a password
         if parts.scheme not in ("mqtt", "mqtts"):
             raise BrokerError(
-                f"broker URL {url!r} must start with mqtt:// or mqtts:// (for example mqtt://127.0.0.1:1883)"
+                f"broker URL {shown!r} must start with mqtt:// or mqtts:// (for example mqtt://127.0.0.1:1883)"
             )
         if not parts.hostname:
-            raise BrokerError(f"broker URL {url!r} has no host (for example mqtt://127.0.0.1:1883)")
+            raise BrokerError(f"broker URL {shown!r} has no host (for example mqtt://127.0.0.1:1883)")
         tls = parts.scheme == "mqtts"
         try:
             port = parts.port or (8883 if tls else 1883)
         except ValueError as exc:
-            raise BrokerError(f"broker URL {url!r} has an invalid port ({exc}); the port is a number "
+            raise BrokerError(f"broker URL {shown!r} has an invalid port ({exc}); the port is a number "
                               "from 1 to 65535, for example mqtt://127.0.0.1:1883") from None
         query = parse_qs(parts.query)
         ca = query.get("ca", [None])[0] or os.environ.get(ENV_CA) or None
         try:
             inflight = int(query.get("inflight", ["20"])[0])
         except ValueError:
-            raise BrokerError(f"broker URL {url!r}: inflight must be a number (0 = no limit)") from None
+            raise BrokerError(f"broker URL {shown!r}: inflight must be a number (0 = no limit)") from None
         return cls(
             host=parts.hostname,
             port=port,
@@ -379,6 +380,17 @@ def shared_broker() -> EmbeddedBroker:
         if _shared is None or not _shared.running:
             _shared = EmbeddedBroker().start()
         return _shared
+
+
+def _without_password(url: str, parts) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    try:
+        password = parts.password
+    except ValueError:
+        password = None
+    if not password:
+        return url
+    return url.replace(f":{password}@", ":***@", 1)
 
 
 def resolve(url: Optional[str] = None, client_id: Optional[str] = None) -> BrokerEndpoint:

@@ -140,3 +140,11 @@ def test_broker_stops_when_the_process_that_started_it_is_killed(tmp_path):
     while port_accepts("127.0.0.1", port) and time.time() < deadline:
         time.sleep(0.05)
     assert not port_accepts("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("bad", ["http://alice:s3cret@host", "mqtt://alice:s3cret@host:notaport",
+                                 "mqtt://alice:s3cret@:1883", "mqtt://alice:s3cret@host?inflight=x"])
+def test_errors_about_a_bad_url_never_show_its_password(bad):
+    with pytest.raises(BrokerError) as exc:
+        BrokerEndpoint.from_url(bad)
+    assert "s3cret" not in str(exc.value) and "alice:***@" in str(exc.value)
