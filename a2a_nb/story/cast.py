@@ -157,6 +157,12 @@ class AnalystSlot:
         return self.analyst is not None and self.analyst.frozen and self.analyst.alive
 
 
+def _admission_key(message: dict) -> tuple:
+    """What ties a task's handler run to the slot ``admit`` reserved for its first message: the Task.id
+    the requester chose (MQTT binding) and the messageId (a repeated pair is a duplicate, never new)."""
+    return message.get("taskId"), message.get("messageId")
+
+
 class TicketDesk:
     """The card agent plus its analysts (at most ``max_analysts``), sharing one task runtime (and store)."""
 
@@ -169,7 +175,7 @@ class TicketDesk:
             raise ValueError(f"max_analysts must be at least 1, got {max_analysts}")
         self.max_analysts = max_analysts
         self.slots = [AnalystSlot(f"analyst-{i}") for i in range(1, max_analysts + 1)]
-        self._reserved: dict[str, tuple[AnalystSlot, float]] = {}  # messageId -> slot admitted for it
+        self._reserved: dict[tuple, tuple[AnalystSlot, float]] = {}  # (taskId, messageId) -> slot admitted
         self._uses = itertools.count(1)
         self.refused = 0  # new tasks answered -32004 (at capacity)
         self.org, self.unit, self.broker = org, unit, broker
@@ -204,7 +210,7 @@ class TicketDesk:
                 return errors.responder_unavailable(
                     f"ticket-desk is working on {self.max_analysts} tickets, its capacity (max_analysts); "
                     "retry later")
-            self._reserved[str(message.get("messageId"))] = (slot, time.monotonic())
+            self._reserved[_admission_key(message)] = (slot, time.monotonic())
             return None
 
     def _free_slot(self) -> Optional[AnalystSlot]:
@@ -226,7 +232,7 @@ class TicketDesk:
     def _reserved_slot(self, ctx: TaskContext) -> Optional[AnalystSlot]:
         """The slot ``admit`` reserved for this task's first message (None for a continuation)."""
         with self._lock:
-            reserved = self._reserved.pop(str(ctx.message.get("messageId")), None)
+            reserved = self._reserved.pop(_admission_key(ctx.message), None)
             return reserved[0] if reserved else None
 
     def _take_free_slot(self, held: list[AnalystSlot]) -> Optional[AnalystSlot]:
