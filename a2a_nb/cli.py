@@ -9,6 +9,7 @@ reached), 2 a usage mistake (bad option value, bad broker URL, a file that is no
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import signal
@@ -252,10 +253,38 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
 
 
+class _NoTraceback(logging.Formatter):
+    """Log lines that name an exception instead of printing its traceback (``--debug`` prints it)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info:
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None,
+                                            "msg": f"{record.getMessage()} ({type(exc).__name__}: {exc})",
+                                            "args": ()})
+        return super().format(record)
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    """What the agents log reaches stderr: every detail with ``--debug``; otherwise warnings (a dropped
+    request, a publish that failed) as one line each for the servers (``serve``, ``broker``), and only
+    errors for the commands that print their own result."""
+    handler = logging.StreamHandler(sys.stderr)
+    if args.debug:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s: %(message)s"))
+        level = logging.DEBUG
+    else:
+        handler.setFormatter(_NoTraceback("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        level = logging.WARNING if args.command in ("serve", "broker") else logging.ERROR
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.getLogger("paho").setLevel(max(level, logging.WARNING))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run one command. Failures print ``error: ...`` (and ``hint: ...``) on stderr and return the exit
     status of :func:`explain`; with ``--debug`` they raise, traceback included."""
     args = build_parser().parse_args(argv)
+    configure_logging(args)
     if args.debug:
         check_broker_url(args)
         return COMMANDS[args.command](args)
