@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -81,7 +82,7 @@ def add_parsers(sub) -> None:
 @command("serve")
 def cmd_serve(args: argparse.Namespace) -> int:
     from .agents.responder import Responder
-    from .mqtt.broker import resolve
+    from .mqtt.broker import ENV_CREDENTIALS, resolve
     from .story.cast import TicketDesk, analyst_pool, echo_card, echo_handler
 
     url = resolve(args.broker).url_with_secret
@@ -103,8 +104,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         if not args.pool:
             raise UsageError("serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)")
+        # random member names let several processes serve one pool; on the secure broker members log
+        # in with the numbered logins it issued (analyst-{pool}-1..4), so one process serves the pool
+        secure_logins = bool(os.environ.get(ENV_CREDENTIALS))
         for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url,
-                                   pace=args.pace, unique_names=True):
+                                   pace=args.pace, unique_names=not secure_logins):
             stoppers.append(member.stop)
             print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
     try:

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Union
 
-from ..mqtt.broker import BrokerEndpoint
+from ..mqtt.broker import ENV_CREDENTIALS, BrokerEndpoint
 from ..mqtt.session import Session, Subscription
 from ..protocol.packet import MqttMessage
 from ..protocol.properties import redact
@@ -207,7 +207,8 @@ class Recorder:
         self.path = Path(path) if path is not None else None
         self.filter = org_filter
         self.org, self.unit = org, unit
-        self.agent = agent or f"recorder-{secrets.token_hex(3)}"
+        # on the secure broker (a credentials file in the environment) only `recorder` may read everything
+        self.agent = agent or ("recorder" if os.environ.get(ENV_CREDENTIALS) else f"recorder-{secrets.token_hex(3)}")
         self.keep = keep
         self.session: Optional[Session] = None
         self.count = 0
