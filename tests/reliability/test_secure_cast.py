@@ -146,6 +146,38 @@ def test_the_whole_cast_logs_in_as_itself_on_the_secure_broker(secure_broker_pro
     assert "not authorised" not in text.lower(), text[-2000:]
 
 
+def test_a_pool_and_a_recorder_work_across_shells_on_the_secure_broker(secure_broker_process, tmp_path):
+    """``serve analyst --pool analysts`` logs its members in with the pool logins the broker issued, and
+    ``record`` with the observer login: both only work as themselves."""
+    broker, url, banner = secure_broker_process
+    env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_BROKER")}
+    env.update(A2A_BROKER_URL=banner_value(banner, r"export A2A_BROKER_URL='(mqtts://127[^']+)'"),
+               A2A_BROKER_CREDENTIALS=banner_value(banner, r"export A2A_BROKER_CREDENTIALS=(\S+)"))
+    pool = subprocess.Popen([sys.executable, "-m", "a2a_nb", "serve", "analyst", "--pool", "analysts",
+                             "--members", "2", "--pace", "0.01"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    recording = tmp_path / "secure.jsonl"
+    recorder = subprocess.Popen([sys.executable, "-m", "a2a_nb", "record", "--out", str(recording),
+                                 "--seconds", "20"], env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    try:
+        seen: list[str] = []
+        read_until(pool.stdout, r"analyst-analysts-2 serving pool analysts", seen, 20)
+        assert "analyst-analysts-1 serving pool analysts" in "".join(seen)
+        time.sleep(1.0)  # the recorder connects and subscribes
+        sent = run_cli("send", "pool:analysts", TICKET, env=env)
+        assert sent.returncode == 0, sent.stderr
+        assert re.search(r"task \S+: completed", sent.stdout), sent.stdout
+        assert pool.poll() is None and recorder.poll() is None, (pool.stderr, recorder.stderr)
+    finally:
+        stop(recorder)
+        stop(pool)
+    lines = [json.loads(line) for line in recording.read_text().splitlines()]
+    topics_seen = {r["topic"] for r in lines}
+    assert "$a2a/v1/request/acme/support/pool/analysts" in topics_seen, topics_seen
+    assert any(t.startswith("$a2a/v1/reply/acme/support/cli/") for t in topics_seen), topics_seen
+
+
 # -- the look-up itself: A2A_BROKER_CREDENTIALS -----------------------------------------------------------
 @pytest.fixture
 def credentials_file(tmp_path, monkeypatch):
