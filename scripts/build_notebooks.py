@@ -142,8 +142,8 @@ START_HERE = [
         {"agent": "coordinator", "role": "requester (A2A client)", "card": "no",
          "job": "faces the user, picks an agent by skill, sends the ticket, tracks the task"},
         {"agent": "ticket-desk", "role": "responder (A2A server)", "card": "yes, retained",
-         "job": "publishes the card; takes each ticket and hands it to an analyst it spawns"},
-        {"agent": "analyst-0bbfd2", "role": "responder spawned by the desk", "card": "no",
+         "job": "publishes the card; takes each ticket and hands it to one of its analysts"},
+        {"agent": "analyst-1", "role": "responder spawned by the desk", "card": "no",
          "job": "finds the root cause; its replies name it, so follow-ups go straight to it"},
         {"agent": "echo", "role": "responder (a test agent)", "card": "yes, retained",
          "job": "answers every message with the same text"},
@@ -152,8 +152,10 @@ START_HERE = [
     cast
     """),
     md("""
-    The analyst's name is drawn when the desk spawns it (`analyst-` plus six hex characters); the
-    lessons seed their random ids, so it is `analyst-0bbfd2` every time you run them.
+    The desk runs at most four analysts at once, `analyst-1` to `analyst-4`, each with its own client
+    ID and no card; it starts one when a ticket needs it and reuses it for the next ticket once it is
+    free. When all four are busy, a new ticket is refused with error -32004 (*responder unavailable*:
+    retry later) before any task exists: a burst of tickets never opens a connection per ticket.
 
     ## Step 3. The topic model
 
@@ -165,7 +167,7 @@ START_HERE = [
     from a2a_nb.protocol import IdSource, topics
 
     ORG, UNIT = "acme", "support"
-    reply_suffix = IdSource(seed=4821).reply_suffix()   # a requester draws one per reply topic
+    reply_suffix = IdSource().reply_suffix()   # a requester draws one per reply topic, always at random
 
     topic_model = pd.DataFrame([
         ("discovery", topics.discovery_topic(ORG, UNIT, "ticket-desk"),
@@ -173,8 +175,8 @@ START_HERE = [
         ("discovery filter", topics.discovery_filter(ORG, UNIT), "",
          "the coordinator: every card of the unit"),
         ("request", topics.request_topic(ORG, UNIT, "ticket-desk"), "coordinator", "ticket-desk"),
-        ("request after a handover", topics.request_topic(ORG, UNIT, "analyst-0bbfd2"), "coordinator",
-         "analyst-0bbfd2"),
+        ("request after a handover", topics.request_topic(ORG, UNIT, "analyst-1"), "coordinator",
+         "analyst-1"),
         ("reply", topics.reply_topic(ORG, UNIT, "coordinator", reply_suffix), "ticket-desk, analysts",
          "coordinator"),
         ("event", topics.event_topic(ORG, UNIT, "ticket-desk"), "ticket-desk", "whoever follows its events"),
@@ -695,7 +697,7 @@ SEND_AND_TRACK = [
     print("the analyst: ", reply.text)
     """),
     md("""
-    The reply came from `analyst-0bbfd2`, not from the desk: it carries the user property
+    The reply came from `analyst-1`, not from the desk: it carries the user property
     `a2a-responder-agent-id`. That is a **handover**: the coordinator's routing table now sends
     everything about this task to the analyst's own request topic.
     """),
@@ -1687,7 +1689,7 @@ HANDOVER = [
     follow_ups
     """),
     code("""
-    print("all to the analyst's topic:  ", set(follow_ups["topic"]) == {topics.request_topic("acme", "support", "analyst-0bbfd2")})
+    print("all to the analyst's topic:  ", set(follow_ups["topic"]) == {topics.request_topic("acme", "support", "analyst-1")})
     print("one Task.id for all:         ", follow_ups["Task.id"].nunique() == 1 and request["Task.id"] == follow_ups["Task.id"][0])
     print("new Correlation Data on each:", follow_ups["Correlation Data"].nunique() == len(follow_ups))
     """),
@@ -1704,7 +1706,7 @@ HANDOVER = [
 
     A desk that does the work itself (`handover="none"`) never sets the property. The coordinator must
     then keep routing to the card agent: a reply without the property is **not** a handover. (Each
-    failure case starts a fresh desk with its own seed, so its analysts get their own names.)
+    failure case starts a fresh desk with its own seed; its analysts are again `analyst-1`, `analyst-2`, ….)
     """),
     code("""
     desk.stop()
@@ -2801,8 +2803,20 @@ SECURITY = [
       recordings show `a2a-authorization` as `[redacted]`.
 
     ## What's next
-    Run lesson 02's story against a secured broker: `python -m a2a_nb broker --secure` starts one in
-    a terminal and prints its `mqtts://` URL, the CA file and a `credentials.json` for the agents. The
+    Run the whole story across shells on a secured broker. In a terminal, `python -m a2a_nb broker
+    --secure` prints the commands for the other shells:
+
+    ```bash
+    export A2A_BROKER_URL='mqtts://127.0.0.1:PORT?ca=/tmp/a2a-nb-secure-broker-…/ca.crt&inflight=0'
+    export A2A_BROKER_CREDENTIALS=/tmp/a2a-nb-secure-broker-…/credentials.json
+    python -m a2a_nb serve ticket-desk                                                  # second shell
+    python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream  # third
+    ```
+
+    Each process logs in as itself from `credentials.json`: the desk as `acme/support/ticket-desk`, the
+    analyst it hands the ticket to as `acme/support/analyst-1`, `send` as `acme/support/cli`. Nobody
+    borrows a login, so nobody is disconnected by a session takeover. With the coordinator's URL from
+    the banner (its password from the file), `send` acts as the coordinator. The
     profile's optional *untrusted-broker security profile* goes one step further and encrypts payloads
     end to end, for brokers you do not trust at all. Back to [00 · Start here](00-start-here.ipynb) for
     the list of lessons, or to [07 · Traffic analysis](07-traffic-analysis.ipynb) to lint a recording
