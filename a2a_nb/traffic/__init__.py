@@ -1,4 +1,5 @@
-"""Recorded traffic: the recorder (JSON lines), pandas frames, charts and conformance checks.
+"""Recorded traffic: the record format and recorder (JSON lines), pandas frames, charts and
+conformance checks.
 
 Names load lazily, so ``from a2a_nb.traffic import Recorder`` does not import pandas or matplotlib.
 """
@@ -8,8 +9,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Recorder": "recorder", "read_records": "recorder", "write_records": "recorder",
-    "to_record": "recorder", "from_record": "recorder",
+    "Recorder": "recorder", "read_records": "records", "write_records": "records",
+    "to_record": "records", "from_record": "records",
     "load_traffic": "frame", "state_transitions": "frame", "routing_view": "frame", "latency_view": "frame",
     "handovers": "frame",
     "sequence_chart": "charts", "state_timeline": "charts", "reroute_chart": "charts", "latency_chart": "charts",

@@ -70,7 +70,7 @@ def _topic_info(topic: str) -> tuple:
 
 def _records_of(source: Any) -> list[dict]:
     if isinstance(source, (str, os.PathLike)):
-        from .recorder import read_records
+        from .records import read_records
 
         return read_records(source)
     recs = getattr(source, "records", None)
