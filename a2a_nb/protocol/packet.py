@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-UserProperties = tuple[tuple[str, str], ...]
+from . import properties
+from .properties import UserProperties
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,8 @@ class MqttMessage:
     received_at: Optional[float] = field(default=None, compare=False)
 
     def user_property(self, key: str) -> Optional[str]:
-        """The last value of a user property (MQTT allows repeats; the most recent wins)."""
-        value = None
-        for k, v in self.user_properties:
-            if k == key:
-                value = v
-        return value
+        """The last value of a user property (MQTT allows repeats; the most recent wins): ``properties.get``."""
+        return properties.get(self.user_properties, key)
 
     def json(self) -> Any:
         """The payload parsed as JSON (raises ``ValueError`` when it is not)."""

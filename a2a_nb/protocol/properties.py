@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 UserProperties = tuple[tuple[str, str], ...]
+"""User properties as ``MqttMessage`` keeps them: ``((key, value), ...)`` in order, repeats kept."""
 
 STATUS = "a2a-status"
 STATUS_SOURCE = "a2a-status-source"
@@ -78,13 +79,18 @@ def without_authorization(user_properties: Iterable[tuple[str, str]]) -> UserPro
     return tuple((k, v) for k, v in user_properties if not _is_auth(k))
 
 
+def as_dict(user_properties: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The pairs as a dict; a repeated key keeps its last value (MQTT allows repeats; the most recent wins).
+
+    The one reader of user properties: ``get``, ``MqttMessage.user_property`` and the traffic
+    DataFrame and checks (which read recorded ``[key, value]`` lists) all use it.
+    """
+    return dict(user_properties)
+
+
 def get(user_properties: Iterable[tuple[str, str]], key: str) -> Optional[str]:
     """The last value of ``key`` (MQTT allows repeats; the most recent wins), or None."""
-    value = None
-    for k, v in user_properties:
-        if k == key:
-            value = v
-    return value
+    return as_dict(user_properties).get(key)
 
 
 def presence_properties(status: str, source: str) -> UserProperties:

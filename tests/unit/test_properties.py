@@ -71,6 +71,18 @@ def test_chunk_properties_are_strings():
     assert P.get((("k", "1"), ("k", "2")), "k") == "2"
 
 
+def test_one_user_property_reader_last_value_wins():
+    pairs = (("a2a-status", "online"), ("x", "1"), ("a2a-status", "offline"))
+    assert P.as_dict(pairs) == {"a2a-status": "offline", "x": "1"}
+    assert P.as_dict([["k", "1"], ["k", "2"]]) == {"k": "2"}  # recorded pairs are lists
+    msg = MqttMessage("t", user_properties=pairs)
+    assert msg.user_property("a2a-status") == P.get(pairs, "a2a-status") == "offline"
+    assert msg.user_property("missing") is None and P.get((), "k") is None
+    from a2a_nb.protocol import packet
+
+    assert packet.UserProperties is P.UserProperties  # one alias
+
+
 def test_responder_id_rule():
     from a2a_nb.protocol.properties import RESPONDER_AGENT_ID, responder_id
 
