@@ -10,129 +10,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
-import signal
 import sys
-import threading
-from typing import Callable, Optional
+from typing import Optional
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
-
-
-def command(name: str):
-    def register(fn):
-        COMMANDS[name] = fn
-        return fn
-
-    return register
-
-
-# -- option values: argparse turns a ValueError/ArgumentTypeError here into "usage error" + exit 2 -------
-def _number(text: str, kind: type, what: str, minimum: float, strict: bool):
-    """``text`` as ``kind``, finite and at least ``minimum`` (above it when ``strict``); else a message
-    that says ``what`` to give."""
-    try:
-        value = kind(text)
-    except ValueError:
-        kind_name = "a whole number" if kind is int else "a number"
-        raise argparse.ArgumentTypeError(f"{text!r} is not {kind_name}; give {what}") from None
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        raise argparse.ArgumentTypeError(f"{text} is out of range; give {what}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """``type=`` for counts that must be at least 1 (-n, --members, --rounds, ...)."""
-    return _number(text, int, "a whole number of at least 1", 0, strict=True)
-
-
-def non_negative_int(text: str) -> int:
-    """``type=`` for counts where 0 means "none" (--load-tasks 0 skips the load test)."""
-    return _number(text, int, "a whole number, 0 or more", 0, strict=False)
-
-
-def positive_seconds(text: str) -> float:
-    """``type=`` for timeouts and durations: a number of seconds greater than 0."""
-    return _number(text, float, "a number of seconds greater than 0 (for example 2.5)", 0, strict=True)
-
-
-def non_negative_seconds(text: str) -> float:
-    """``type=`` for pauses, where 0 means "no pause"."""
-    return _number(text, float, "a number of seconds, 0 or more", 0, strict=False)
-
-
-def tcp_port(text: str) -> int:
-    """``type=`` for ``broker --port``: 1-65535."""
-    port = _number(text, int, "a TCP port between 1 and 65535", 0, strict=True)
-    if port > 65535:
-        raise argparse.ArgumentTypeError(f"{text} is out of range; give a TCP port between 1 and 65535")
-    return port
-
-
-def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
-    """``type=`` for a name from a fixed list, with a message that names the list
-    (used together with ``choices=names`` so ``--help`` shows them too)."""
-    def check(text: str) -> str:
-        if text not in names:
-            raise argparse.ArgumentTypeError(f"unknown {what} {text!r}; choose from {', '.join(names)}")
-        return text
-
-    check.__name__ = what  # argparse names the type in some messages
-    return check
-
-
-def _wait_for_signal() -> None:
-    """Block until Ctrl-C or SIGTERM (foreground servers)."""
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        pass
-
-
-@command("broker")
-def cmd_broker(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from .mqtt.broker import BrokerError, EmbeddedBroker
-
-    try:
-        if getattr(args, "secure", False):
-            from .mqtt.secure import SecureBroker
-
-            broker = SecureBroker(port=args.port, host=args.host).start()
-        else:
-            broker = EmbeddedBroker(port=args.port, host=args.host).start()
-    except BrokerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(broker.url, flush=True)
-    print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
-    if getattr(args, "secure", False):
-        f = broker.files
-        print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)
-        print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
-              f"{f['credentials']}", file=sys.stderr)
-        print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
-        print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
-        print(f"#   export A2A_BROKER_URL='{broker.url}'", file=sys.stderr)
-        print(f"#   export A2A_BROKER_CREDENTIALS={f['credentials']}", file=sys.stderr)
-        print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
-        print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
-              file=sys.stderr)
-        coordinator = replace(broker.credentials("coordinator"), password="PASSWORD")
-        print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
-              f"#   export A2A_BROKER_URL='{coordinator.url_with_secret}'", file=sys.stderr, flush=True)
-    else:
-        print(f"# In another shell: export A2A_BROKER_URL={broker.url}", file=sys.stderr, flush=True)
-    try:
-        _wait_for_signal()
-    finally:
-        broker.stop()
-    return 0
+from .commands import agents, bench, broker, traffic
+from .commands.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,32 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    b = sub.add_parser("broker", help="run an embedded Mosquitto in the foreground; prints its mqtt:// (or mqtts://) URL first")
-    b.add_argument("--port", type=tcp_port, default=None, help="TCP port (default: a free one)")
-    b.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    b.add_argument("--secure", action="store_true", help="TLS only, a password per agent and topic ACLs; prints "
-                   "the mqtts:// URL first, then where the CA and the credentials are")
-
-    from . import cli_agents  # registers serve/send/story/record/lint/bench when present
-
-    cli_agents.add_parsers(sub)
+    for group in (broker, agents, traffic, bench):
+        group.register(sub)
     return p
-
-
-class CliError(Exception):
-    """A failure a command has already put into words: exit ``status`` 1, with an optional ``hint``."""
-
-    status = EXIT_FAILED
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.hint = hint
-
-
-class UsageError(CliError, ValueError):
-    """The command line asks for something that cannot work (exit 2); the message says what to change."""
-
-    status = EXIT_USAGE
 
 
 def check_broker_url(args: argparse.Namespace) -> None:
@@ -287,10 +147,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     configure_logging(args)
     if args.debug:
         check_broker_url(args)
-        return COMMANDS[args.command](args)
+        return args.func(args)
     try:
         check_broker_url(args)
-        return COMMANDS[args.command](args)
+        return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

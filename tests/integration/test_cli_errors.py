@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from a2a_nb import cli_agents
+from a2a_nb.commands import agents as cli_agents
 from a2a_nb.agents.responder import Responder
 from a2a_nb.mqtt.broker import free_port
 from a2a_nb.mqtt.session import Session

@@ -6,11 +6,10 @@ import secrets
 import threading
 import time
 
-from a2a_nb.cli import COMMANDS
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.traffic.bench import bench_load_traffic, bench_recorder, synthetic_records
-from a2a_nb.traffic.cli import add_parsers
+from a2a_nb.commands import traffic as traffic_commands
 from a2a_nb.traffic.recorder import read_records, write_records
 
 from ._traffic import C1, T1, Traffic, clean_conversation
@@ -18,8 +17,12 @@ from ._traffic import C1, T1, Traffic, clean_conversation
 
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m a2a_nb")
-    add_parsers(p.add_subparsers(dest="command", required=True))
+    traffic_commands.register(p.add_subparsers(dest="command", required=True))
     return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    return args.func(args)
 
 
 def test_record_for_n_seconds(broker_url, tmp_path, capsys):
@@ -37,7 +40,7 @@ def test_record_for_n_seconds(broker_url, tmp_path, capsys):
 
     t = threading.Thread(target=publish)
     t.start()
-    assert COMMANDS["record"](args) == 0
+    assert run(args) == 0
     t.join()
     assert f"recorded 5 messages to {out}" in capsys.readouterr().out
     assert len(read_records(out)) == 5
@@ -45,7 +48,7 @@ def test_record_for_n_seconds(broker_url, tmp_path, capsys):
 
 def test_record_reports_a_bad_filter(tmp_path, capsys):
     args = parse(["record", "--out", str(tmp_path / "x.jsonl"), "--seconds", "0.1", "--filter", "#"])
-    assert COMMANDS["record"](args) == 2
+    assert run(args) == 2
     assert "must start with '$a2a/'" in capsys.readouterr().err
 
 
@@ -55,11 +58,11 @@ def test_lint_exit_codes(tmp_path, capsys):
     tr = Traffic()
     tr.send("ticket-desk", T1, C1, reply=None)
     write_records(tr.records, bad)
-    assert COMMANDS["lint"](parse(["lint", str(good)])) == 0
-    assert COMMANDS["lint"](parse(["lint", str(bad), "--no-schema"])) == 1
+    assert run(parse(["lint", str(good)])) == 0
+    assert run(parse(["lint", str(bad), "--no-schema"])) == 1
     out = capsys.readouterr().out
     assert "request-reply-path" in out and "FAIL" in out
-    assert COMMANDS["lint"](parse(["lint", str(tmp_path / "none.jsonl")])) == 2
+    assert run(parse(["lint", str(tmp_path / "none.jsonl")])) == 2
 
 
 def test_bench_load_traffic_small():

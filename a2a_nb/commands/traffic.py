@@ -1,0 +1,98 @@
+"""``python -m a2a_nb record`` and ``python -m a2a_nb lint``: the traffic sub-commands."""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .common import EXIT_USAGE, UsageError, positive_seconds
+
+
+def register(sub) -> None:
+    """Add ``record`` and ``lint`` to the sub-parsers of ``python -m a2a_nb``."""
+    r = sub.add_parser("record", help="record all $a2a/# traffic of a broker to a JSON-lines file",
+                       description="Subscribe to $a2a/# (QoS 2, Retain As Published) and write one JSON line "
+                                   "per message (format: a2a_nb/traffic/FORMAT.md). Ctrl-C stops.")
+    r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines)")
+    r.add_argument("--seconds", type=positive_seconds, default=None, metavar="N",
+                   help="stop after N seconds (default: until Ctrl-C)")
+    r.add_argument("--broker", default=None, metavar="URL",
+                   help="mqtt://host:port (default: A2A_BROKER_URL, else an embedded Mosquitto)")
+    r.add_argument("--filter", default="$a2a/#", metavar="FILTER",
+                   help="topic filter to record (default $a2a/#; must start with $a2a/)")
+    r.set_defaults(func=cmd_record)
+
+    lt = sub.add_parser("lint", help="check a recording against the A2A over MQTT profile; exit 1 on MUST violations",
+                        description="Print every MUST/SHOULD finding of a recording and a one-line summary. "
+                                    "Exit status: 0 clean (or SHOULD only), 1 MUST violations, 2 unreadable file.")
+    lt.add_argument("file", metavar="FILE", help="a recording made by `record` or Recorder(path=...)")
+    lt.add_argument("--no-schema", action="store_true", help="skip the a2a-sdk payload checks (faster)")
+    lt.set_defaults(func=cmd_lint)
+
+
+def check_recording_target(path: str, option: str = "--out") -> None:
+    """Refuse (``UsageError``, exit 2) to record into a folder or over a file that is not a recording.
+
+    An earlier recording may be replaced; any other file is left alone. Checked before connecting,
+    so a wrong path never costs a broker round trip."""
+    from ..traffic.recorder import FORMAT_VERSION
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {p} is a folder; give a file name such as {p / 'traffic.jsonl'}")
+    if not p.exists() or p.stat().st_size == 0:
+        return
+    try:
+        with p.open("r", encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+        ours = isinstance(first, dict) and first.get("v") == FORMAT_VERSION
+    except (ValueError, OSError):
+        ours = False
+    if not ours:
+        raise UsageError(f"{option} {p} exists and is not a recording; choose another file "
+                         "(record only replaces its own recordings)")
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from ..traffic.recorder import Recorder
+
+    check_recording_target(args.out)
+    try:
+        rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False)
+    except ValueError as exc:  # a filter outside $a2a/
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        rec.start()  # an unreachable broker raises SessionError: cli.main says so (exit 1)
+        url = rec.session.endpoint.url if rec.session else "?"
+        until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
+        print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
+        deadline = None if args.seconds is None else time.monotonic() + args.seconds
+        try:
+            while not stop.is_set():
+                left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                stop.wait(left)
+        finally:
+            rec.stop()
+        print(f"recorded {rec.count} messages to {args.out}", flush=True)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from ..traffic.lint import main_lint
+
+    return main_lint(args.file, schema=not getattr(args, "no_schema", False))
