@@ -1,27 +1,28 @@
 """The MQTT v5 session: the only module of the kit that imports paho-mqtt.
 
-It turns incoming PUBLISH packets into plain :class:`~a2a_nb.protocol.packet.MqttMessage` values
-handed to handlers (read by :mod:`.wire` for QoS 0/1, by paho for QoS 2), waits for PUBACK/SUBACK
-so callers see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY
-on the socket (the "40 ms trap"), keeps one live client per client ID and resubscribes after a
-reconnect.
+It holds a plain ``paho.mqtt.client.Client`` and uses only paho's documented methods and callbacks
+(``connect``, ``publish``, ``subscribe``, ``on_message``, ``on_publish``, ...): paho reads and writes
+every packet. The session turns each delivered ``MQTTMessage`` into a plain
+:class:`~a2a_nb.protocol.packet.MqttMessage` handed to a handler, waits for PUBACK/SUBACK so callers
+see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY on the
+socket (the "40 ms trap"), keeps one live client per client ID and resubscribes after a reconnect.
 
 Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
-QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties).
+QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties),
+Request/Reply Mapping (Response Topic and Correlation Data as MQTT v5 properties).
 """
 from __future__ import annotations
 
-import functools
+import copy
 import logging
 import queue
 import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Union
+from typing import Callable, Optional, Union
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.exception import MalformedPacket
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
@@ -29,7 +30,6 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
-from . import wire
 from .broker import BrokerEndpoint, resolve
 
 log = logging.getLogger(__name__)
@@ -117,57 +117,9 @@ def topic_matches(filter_: str, topic: str) -> bool:
     return len(f) == len(t)
 
 
-_NO_PUBACK_PROPERTIES = Properties(PacketTypes.PUBACK)  # what paho hands on_publish for a bare PUBACK
-
-
-@functools.lru_cache(maxsize=None)
-def _reason(packet_type: int, code: int) -> ReasonCode:
-    """paho's ReasonCode objects rebuild a name table each; the few PUBACK codes are made once
-    (KeyError for a code MQTT does not define for that packet)."""
-    return ReasonCode(packet_type, identifier=code)
-
-
-@functools.lru_cache(maxsize=None)
-def _result(packet_type: int, code: int) -> PublishResult:
-    return PublishResult(code, str(_reason(packet_type, code)))
-
-
 def _publish_result(reason_code: ReasonCode) -> PublishResult:
-    return _result(reason_code.packetType, reason_code.value)
-
-
-class _KitClient(mqtt.Client):
-    """paho's client, except that QoS 0/1 PUBLISH and property-less PUBACK packets are read by
-    :mod:`.wire` (MQTT v5 §3.3, §3.4) and handed to ``deliver`` as :class:`MqttMessage` values.
-    paho keeps the connection, everything the client sends, QoS 2 and every other packet.
-    Written against paho-mqtt 2.2 (pinned); tests/integration/test_session.py covers both paths."""
-
-    deliver: Callable[[MqttMessage], None]
-
-    def _handle_publish(self):
-        command, packet = self._in_packet["command"], self._in_packet["packet"]
-        if (command >> 1) & 0x03 == 2 or self._manual_ack or self._protocol != mqtt.MQTTv5:
-            return super()._handle_publish()
-        try:
-            msg, mid = wire.decode_publish(command, packet)
-        except wire.MalformedPacket as exc:
-            raise MalformedPacket(str(exc)) from None
-        self.deliver(msg)
-        return self._send_puback(mid) if msg.qos == 1 else mqtt.MQTT_ERR_SUCCESS
-
-    def _handle_pubackcomp(self, cmd):
-        decoded = wire.decode_puback(self._in_packet["packet"]) if cmd == "PUBACK" else None
-        if decoded is None:
-            return super()._handle_pubackcomp(cmd)
-        mid, code = decoded
-        try:
-            reason = _reason(PacketTypes.PUBACK, code)
-        except KeyError:  # not a PUBACK reason code: paho's own reader reports it
-            return super()._handle_pubackcomp(cmd)
-        with self._out_message_mutex:
-            if mid in self._out_messages:
-                return self._do_on_publish(mid, reason, _NO_PUBACK_PROPERTIES)
-        return mqtt.MQTT_ERR_SUCCESS
+    """The PUBACK reason code paho hands ``on_publish`` (MQTT v5 §3.4.2.1), as a plain value."""
+    return PublishResult(reason_code.value, str(reason_code))
 
 
 class Session:
@@ -213,6 +165,7 @@ class Session:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._pubacks: dict[int, PublishResult] = {}
+        self._qos0_mids: set[int] = set()  # QoS 0 publishes whose on_publish is still to come
         self._ack_callbacks: dict[int, Callable[["PublishResult"], None]] = {}
         self._subacks: dict[int, list[int]] = {}
         self._unsubacks: set[int] = set()
@@ -227,7 +180,7 @@ class Session:
 
     # -- setup -----------------------------------------------------------------------------------
     def _make_client(self) -> mqtt.Client:
-        c = _KitClient(
+        c = mqtt.Client(
             mqtt.CallbackAPIVersion.VERSION2,
             client_id=self.client_id,
             protocol=mqtt.MQTTv5,
@@ -236,7 +189,6 @@ class Session:
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
         c.on_message = self._on_paho_message
-        c.deliver = self._on_message
         c.on_publish = self._on_publish
         c.on_subscribe = self._on_subscribe
         c.on_unsubscribe = self._on_unsubscribe
@@ -302,6 +254,7 @@ class Session:
         self._nodelay()
         with self._cond:
             self._connack = (reason_code.value, str(reason_code))
+            self._qos0_mids.clear()  # paho drops QoS 0 messages unsent at a disconnect, without on_publish
             self._connected = reason_code.value < 0x80
             if self._connected:
                 self.connect_count += 1
@@ -333,7 +286,8 @@ class Session:
             self._cond.notify_all()
 
     def _on_paho_message(self, client, userdata, m: mqtt.MQTTMessage) -> None:
-        self._on_message(_from_paho(m))  # QoS 2 only: _KitClient reads QoS 0/1 PUBLISH itself
+        """paho's ``on_message``: every delivered PUBLISH (QoS 0, 1 and 2) passes here once."""
+        self._on_message(_from_paho(m))
 
     def _on_message(self, msg: MqttMessage) -> None:
         self.received += 1
@@ -347,8 +301,13 @@ class Session:
             log.exception("%s: handler failed for a message on %s", self.client_id, msg.topic)
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        """paho's ``on_publish``: the PUBACK of a QoS 1 publish (PUBCOMP for QoS 2), or a QoS 0
+        message written to the socket (no acknowledgement exists for it: dropped)."""
         result = _publish_result(reason_code)
         with self._cond:
+            if mid in self._qos0_mids:
+                self._qos0_mids.discard(mid)
+                return
             callback = self._ack_callbacks.pop(mid, None)
             if callback is None:
                 self._pubacks[mid] = result
@@ -401,7 +360,17 @@ class Session:
         if info.rc != mqtt.MQTT_ERR_SUCCESS:
             raise SessionError(f"{self.client_id}: publish to {msg.topic} not accepted by the client: "
                                f"{mqtt.error_string(info.rc)}")
+        if msg.qos == 0:
+            self._forget_qos0_ack(info.mid)
         return PendingPublish(self, info.mid, msg.qos)
+
+    def _forget_qos0_ack(self, mid: int) -> None:
+        """paho calls ``on_publish`` for a QoS 0 message too, once written, before or after
+        ``publish()`` returns. Nobody waits for it, and its packet identifier comes back 65,535
+        publishes later: kept, it would answer a later QoS 1 publish before its real PUBACK."""
+        with self._cond:
+            if self._pubacks.pop(mid, None) is None:
+                self._qos0_mids.add(mid)
 
     def publish_then(self, msg: MqttMessage, on_ack: Callable[["PublishResult"], None]) -> None:
         """Publish without waiting; ``on_ack`` gets the PUBACK result on the network thread (QoS 1/2)
@@ -559,50 +528,37 @@ class Session:
 
 
 # -- conversions between MqttMessage and paho --------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def _template(packet_type: int) -> Properties:
-    return Properties(packet_type)
-
-
-class _WireProperties(Properties):
-    """``Properties`` packed by :func:`.wire.encode_publish_properties` (paho's own ``pack()`` scans
-    its name table several times per property; on a stream that is a large share of every message)."""
-
-    def pack(self) -> bytes:
-        d = self.__dict__
-        return wire.encode_publish_properties(
-            d.get("PayloadFormatIndicator"), d.get("MessageExpiryInterval"), d.get("ContentType"),
-            d.get("ResponseTopic"), d.get("CorrelationData"), d.get("UserProperty") or ())
-
-
-def _blank(packet_type: int) -> Properties:
-    """A fresh ``Properties``: paho's constructor and setter rebuild and scan its name tables on
-    every call (tens of µs a message, the largest cost of a stream); we copy a template instead and
-    set the same attributes ``Properties.pack()`` reads. Round trips are covered by the tests."""
-    props = object.__new__(_WireProperties)
-    props.__dict__.update(_template(packet_type).__dict__)
-    return props
+# One blank ``Properties`` per packet type, made once: paho's constructor rebuilds its name and type
+# tables on every call (about 5 µs), a copy of a blank one shares them (copy.copy, about 1.5 µs).
+# Every property is then set through paho's public attribute API, which checks name and packet type.
+_BLANK = {packet_type: Properties(packet_type) for packet_type in (PacketTypes.PUBLISH, PacketTypes.WILLMESSAGE)}
 
 
 def _properties(msg: MqttMessage, packet_type: int) -> Optional[Properties]:
-    values = (
-        ("ResponseTopic", msg.response_topic),
-        ("CorrelationData", bytes(msg.correlation_data) if msg.correlation_data is not None else None),
-        ("UserProperty", [(str(k), str(v)) for k, v in msg.user_properties] if msg.user_properties else None),
-        ("ContentType", msg.content_type),
-        ("MessageExpiryInterval", int(msg.message_expiry) if msg.message_expiry is not None else None),
-        ("PayloadFormatIndicator", int(msg.payload_format) if msg.payload_format is not None else None),
-    )
-    props = None
-    for name, value in values:
-        if value is not None:
-            if props is None:
-                props = _blank(packet_type)
-            object.__setattr__(props, name, value)
+    """The MQTT v5 properties of a PUBLISH or a will (Request/Reply Mapping: Response Topic,
+    Correlation Data; A2A User Property Naming), or None when the message has none."""
+    if (msg.response_topic is None and msg.correlation_data is None and not msg.user_properties
+            and msg.content_type is None and msg.message_expiry is None and msg.payload_format is None):
+        return None
+    props = copy.copy(_BLANK[packet_type])
+    if msg.response_topic is not None:
+        props.ResponseTopic = msg.response_topic
+    if msg.correlation_data is not None:
+        props.CorrelationData = bytes(msg.correlation_data)
+    if msg.user_properties:
+        props.UserProperty = [(str(k), str(v)) for k, v in msg.user_properties]
+    if msg.content_type is not None:
+        props.ContentType = msg.content_type
+    if msg.message_expiry is not None:
+        props.MessageExpiryInterval = int(msg.message_expiry)
+    if msg.payload_format is not None:
+        props.PayloadFormatIndicator = int(msg.payload_format)
     return props
 
 
 def _from_paho(m: mqtt.MQTTMessage) -> MqttMessage:
+    """A message paho delivered, read through its public attributes (``topic``, ``payload``, ``qos``,
+    ``retain``, ``properties``), as the kit's plain value."""
     p = getattr(m, "properties", None)
 
     def get(name):

@@ -163,8 +163,9 @@ def test_handler_exception_does_not_kill_the_session(broker_url):
     assert wait_for(got).payload == b"fine"
 
 
-def test_fast_property_packing_matches_paho():
-    """The session packs PUBLISH properties itself; paho must read back exactly what was set."""
+def test_properties_are_set_through_paho_and_read_back_by_it():
+    """The session builds PUBLISH properties with paho's public ``Properties`` API (a copied blank
+    one); paho packs them and reads back exactly what was set."""
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties
 
@@ -180,10 +181,12 @@ def test_fast_property_packing_matches_paho():
     assert back.UserProperty == list(m.user_properties) and back.ContentType == m.content_type
     assert back.MessageExpiryInterval == 70000 and back.PayloadFormatIndicator == 0
     assert _properties(MqttMessage("t", b"x"), PacketTypes.PUBLISH) is None
+    second = _properties(MqttMessage("t", b"x", correlation_data=b"c2"), PacketTypes.PUBLISH)
+    assert second.json() == {"CorrelationData": b"c2".hex()}  # nothing of the first message leaked into the blank
 
 
 def test_qos2_still_goes_through_paho_and_keeps_every_property(broker_url):
-    """The session reads QoS 0/1 PUBLISH itself (mqtt/wire.py); QoS 2 stays with paho's decoder."""
+    """QoS 2 (PUBREC, PUBREL, PUBCOMP) is paho's: the message arrives once with every property."""
     s = Session("acme", "support", "q2", broker=broker_url)
     got: "queue.Queue[MqttMessage]" = queue.Queue()
     topic = "$a2a/v1/event/acme/support/q2"
@@ -198,8 +201,8 @@ def test_qos2_still_goes_through_paho_and_keeps_every_property(broker_url):
 
 
 def test_a_qos1_burst_arrives_whole_and_in_order(broker_url):
-    """A burst of QoS 1 messages read by the session's own decoder: all arrive, in order, with
-    their user properties, and every publisher-side PUBACK is read by it too."""
+    """A burst of QoS 1 messages: all arrive, in order, with their user properties, and every
+    publisher-side PUBACK is matched to its publish."""
     pub = Session("acme", "support", "burst-pub", broker=broker_url)
     sub = Session("acme", "support", "burst-sub", broker=broker_url)
     got: "queue.Queue[MqttMessage]" = queue.Queue()
@@ -211,3 +214,79 @@ def test_a_qos1_burst_arrives_whole_and_in_order(broker_url):
     seen = [wait_for(got) for _ in range(500)]
     assert [m.payload for m in seen] == [str(i).encode() for i in range(500)]
     assert [m.user_property("a2a-stream-seq") for m in seen] == [str(i) for i in range(500)]
+
+
+def test_qos0_and_qos1_deliveries_take_paho_s_own_path(broker_url, caplog):
+    """Every PUBLISH is read by paho (no private override): its logger reports each one with the
+    dup flag, and a callback added with paho's ``message_callback_add`` sees QoS 0 and 1 alike."""
+    import logging
+
+    s = Session("acme", "support", "public-path", broker=broker_url)
+    topic = "$a2a/v1/event/acme/support/public-path"
+    seen: "queue.Queue" = queue.Queue()
+    s.subscribe(topic, qos=1)
+    s._client.enable_logger(logging.getLogger("paho-under-test"))  # paho's public logging switch
+    s._client.message_callback_add(topic, lambda client, userdata, m: seen.put((m.qos, m.dup, m.payload)))
+    with caplog.at_level(logging.DEBUG, logger="paho-under-test"):
+        s.publish(MqttMessage(topic, b"zero", qos=0))
+        s.publish(MqttMessage(topic, b"one", qos=1))
+        got = sorted([wait_for(seen), wait_for(seen)])
+    assert got == [(0, False, b"zero"), (1, False, b"one")]
+    received = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Received PUBLISH")]
+    assert any("(d0, q0" in line for line in received) and any("(d0, q1" in line for line in received)
+
+
+def test_qos0_publishes_leave_no_acknowledgement_behind(broker_url):
+    """paho reports a QoS 0 message as published (``on_publish``) once written; the session drops
+    that report. Kept, it would answer the QoS 1 publish that reuses its packet identifier after
+    65,535 more, before that publish's own PUBACK (here: 16, nobody subscribed)."""
+    s = Session("acme", "support", "mid-wrap", broker=broker_url)
+    q0 = MqttMessage("$a2a/v1/event/acme/support/mid-wrap", b"", qos=0)
+    for _ in range(65_535):  # every packet identifier paho hands out, once
+        s.publish_nowait(q0)
+    r = s.publish(MqttMessage("$a2a/v1/request/acme/support/nobody-listens", b"{}", qos=1))
+    assert r.reason_code == 16 and r.no_subscribers
+
+
+def test_the_kit_uses_no_private_paho_name():
+    """No ``._name`` of a paho object anywhere in a2a_nb/ (paho's private names are read from the
+    installed paho: its Client, Properties, MQTTMessage, ...), no subclass of a paho class, no
+    private paho module, no ``object.__new__`` / ``object.__setattr__`` around paho's API."""
+    import ast
+    import pathlib
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+    from paho.mqtt.reasoncodes import ReasonCode
+    from paho.mqtt.subscribeoptions import SubscribeOptions
+
+    import a2a_nb
+
+    samples = [mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5), Properties(PacketTypes.PUBLISH),
+               mqtt.MQTTMessage(), mqtt.MQTTMessageInfo(1), ReasonCode(PacketTypes.PUBACK), SubscribeOptions()]
+    private = {n for o in samples for n in dir(o) if n.startswith("_") and not n.startswith("__")}
+    paho_classes = {"Client", "Properties", "MQTTMessage", "MQTTMessageInfo", "ReasonCode", "ReasonCodes",
+                    "SubscribeOptions"}
+    found = []
+    for path in sorted(pathlib.Path(a2a_nb.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports_paho = any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("paho") or isinstance(
+            n, ast.Import) and any(a.name.startswith("paho") for a in n.names) for n in ast.walk(tree))
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Attribute) and node.attr in private and not (
+                    isinstance(node.value, ast.Name) and node.value.id == "self"):  # the kit's own self._x
+                found.append(f"{where} {ast.unparse(node)}")
+            elif isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+                found += [f"{where} class {node.name}({b})" for b in bases & paho_classes]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("paho"):
+                found += [f"{where} from {node.module} import {a.name}" for a in node.names
+                          if a.name.startswith("_") or "._" in node.module]
+            elif isinstance(node, ast.Import):
+                found += [f"{where} import {a.name}" for a in node.names if a.name.startswith("paho") and "._" in a.name]
+            elif imports_paho and isinstance(node, ast.Attribute) and ast.unparse(node) in (
+                    "object.__new__", "object.__setattr__"):
+                found.append(f"{where} {ast.unparse(node)}")
+    assert found == [], "private paho use: " + "; ".join(found)
