@@ -17,7 +17,7 @@ from .agents.requester import Requester
 from .bench_load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
 from .agents.responder import Responder
 from .mqtt import raw_floor
-from .mqtt.broker import BrokerEndpoint, resolve
+from .mqtt.broker import resolve
 from .protocol.retry import RetryProfile
 from .traffic import bench as traffic_bench
 

@@ -369,7 +369,6 @@ def format_resources(burst: Optional[dict] = None, echo: Optional[dict] = None) 
 
 
 if __name__ == "__main__":  # pragma: no cover - manual runs
-    import json
     import sys
 
     print(json.dumps(run_load(sys.argv[1] if len(sys.argv) > 1 else None), indent=1))

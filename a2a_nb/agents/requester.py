@@ -14,7 +14,7 @@ import queue
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint

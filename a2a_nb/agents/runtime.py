@@ -9,7 +9,6 @@ Handover, Requester Retry 4: retried requests attach to the existing task).
 """
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..protocol import jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
-from ..protocol.errors import A2AError
 from ..protocol.packet import MqttMessage, encode_json
 from ..protocol.streams import STREAM_SEQ
 from .store import MemoryTaskStore, TaskRecord, TaskStore
@@ -313,6 +311,3 @@ def trim_history(task: dict, history_length: Optional[int]) -> dict:
         del t["history"]
     return t
 
-
-def raw_bytes(part: dict) -> bytes:
-    return base64.b64decode(part["raw"])

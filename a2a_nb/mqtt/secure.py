@@ -60,7 +60,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Union
+from typing import Iterable, Mapping, Optional, Union
 
 from ..protocol.ids import client_id as make_client_id
 from .broker import BrokerEndpoint, BrokerError, EmbeddedBroker
@@ -337,14 +337,6 @@ class SecureBroker(EmbeddedBroker):
             password = self._passwords[user]
         return replace(self.endpoint.with_credentials(user, password), username_is_client_id=True)
 
-    def credentials_for(self) -> Callable[[str], BrokerEndpoint]:
-        """``agent -> BrokerEndpoint``: what to hand to code that starts agents by name."""
-        return lambda agent: self.credentials(agent)
-
-    def url_for(self, agent: str) -> str:
-        """``mqtts://user:password@host:port?ca=...`` for ``agent`` (contains the password)."""
-        return self.credentials(agent).url_with_secret
-
     def _write_files(self) -> None:
         with self._creds_lock:
             self.hasher = write_password_file(self.files["passwd"], self._passwords, self._use_tool)
@@ -365,7 +357,7 @@ class SecureBroker(EmbeddedBroker):
 
     @property
     def url(self) -> str:
-        """``mqtts://host:port?ca=/path/ca.crt&...`` (no credentials: see ``credentials``/``url_for``)."""
+        """``mqtts://host:port?ca=/path/ca.crt&...`` (no credentials: see ``credentials``)."""
         return self.endpoint.url_with_secret  # without a username there is no secret in it, only the CA path
 
     def reload(self, timeout: float = 5.0) -> None:
@@ -388,14 +380,3 @@ class SecureBroker(EmbeddedBroker):
     def __repr__(self) -> str:
         state = f"running at {self.url}" if self.running else "stopped"
         return f"<SecureBroker {state}, {len(self._passwords)} accounts>"
-
-
-def load_credentials(path: Union[str, Path], agent: str, host: str = "127.0.0.1", port: int = 8883,
-                     org: str = ORG, unit: str = UNIT) -> BrokerEndpoint:
-    """The endpoint of ``agent`` from a ``credentials.json`` written by a SecureBroker (another shell)."""
-    data = json.loads(Path(path).read_text())
-    user = agent if "/" in agent else make_client_id(org, unit, agent)
-    if user not in data["users"]:
-        raise KeyError(f"no credentials for {user} in {path}")
-    return BrokerEndpoint(host=host, port=port, tls=True, ca_file=data["ca"], username=user,
-                          password=data["users"][user], inflight=0)

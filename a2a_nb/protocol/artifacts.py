@@ -134,8 +134,3 @@ class BinaryArtifact:
         return {"artifactId": self.artifact_id, "parts": [part]}
 
 
-def chunk_text(text: str, size: int) -> list[str]:
-    """Split a text in pieces of at most ``size`` characters (streamed report chunks)."""
-    if size <= 0:
-        raise ValueError("chunk size must be positive")
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]

@@ -17,7 +17,6 @@ from ..agents.requester import Requester
 from ..protocol import messages, states
 from ..protocol.ids import IdSource
 from ..protocol.retry import RetryProfile
-from . import ticket_data
 from .cast import REPORT_ID, BrokerChoice, TicketDesk, analyst_pool, broker_for
 
 STORY_RETRY = RetryProfile(reply_first_timeout_s=1.0, stream_idle_timeout_s=3.0, max_attempts=3,
@@ -177,6 +176,3 @@ def _report_of(task: dict) -> Optional[dict]:
     return None
 
 
-def dataset_summary() -> str:
-    ds = ticket_data.load()
-    return f"{len(ds.tickets)} ticket, {len(ds.orders)} orders, {len(ds.events)} order-status events"

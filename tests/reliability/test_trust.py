@@ -266,7 +266,7 @@ def test_on_the_secure_broker_a_login_cannot_borrow_another_requesters_identity(
     from a2a_nb.mqtt.secure import SecureBroker
 
     with SecureBroker() as broker:
-        desk = TicketDesk(broker=broker.credentials_for(), handover="none", pace=0.0)
+        desk = TicketDesk(broker=broker.credentials, handover="none", pace=0.0)
         owner = Requester("coordinator", broker=broker.credentials("coordinator"), retry=FAST)
         paused = owner.send("ticket-desk", "Analyze ticket TCK-4821: order status not updating after checkout")
         assert paused.state == states.INPUT_REQUIRED
