@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup lab test test-fast story bench recordings clean
+.PHONY: setup lab test test-paho-oldest test-fast story bench recordings clean
 
 setup:
 	@bash scripts/setup.sh
@@ -12,9 +12,16 @@ setup:
 lab: setup
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00-start-here.ipynb
 
-## every test: unit, integration against a real Mosquitto, notebooks with nbval
+## every test: unit, integration against a real Mosquitto, notebooks with nbval; then the session and
+## role integration tests again on the oldest paho-mqtt pyproject.toml allows (a second venv)
 test: setup
 	$(PY) -m pytest -q tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	$(MAKE) --no-print-directory test-paho-oldest
+
+OLDEST_VENV := .venv-paho-oldest
+test-paho-oldest:
+	@VENV=$(OLDEST_VENV) PAHO=oldest bash scripts/setup.sh
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_session.py $(wildcard tests/integration/test_roles_*.py)
 
 test-fast: setup
 	$(PY) -m pytest -q tests/unit
@@ -31,4 +38,4 @@ recordings: setup
 	$(PY) scripts/make_recordings.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache out
+	rm -rf $(VENV) $(OLDEST_VENV) .pytest_cache out

@@ -1,11 +1,11 @@
-"""The MQTT v5 bytes the session handles itself: PUBLISH properties out, PUBLISH and PUBACK in.
+"""What an MQTT v5 PUBLISH looks like on the wire: a pure, tested codec for lessons and tools.
 
-paho-mqtt decodes every incoming PUBLISH through its generic ``Properties`` class, which rebuilds its
-name tables and scans them per property: on a stream that is most of the receiving side's time. The
-session's client reads these two packets with the functions below instead (MQTT v5 §3.3 PUBLISH:
-topic, packet identifier, properties §2.2.2, payload; §3.4 PUBACK: packet identifier, reason code,
-properties) and leaves every other packet, and QoS 2, to paho. Outgoing PUBLISH properties are packed
-here too (paho's ``Properties.pack`` scans the same tables). Pure functions: no I/O, no paho.
+The kit's session does not use it: paho-mqtt reads and writes every packet through its public API
+(see :mod:`.session`). This module spells out the bytes of the one packet the A2A profile lives in
+(MQTT v5 §3.3 PUBLISH: fixed header, topic, packet identifier, properties §2.2.2, payload; §3.4
+PUBACK: packet identifier, reason code), so a learner can build a message and see every byte of it,
+and read a captured packet back. tests/unit/test_wire.py checks it against paho's own ``Properties``.
+Pure functions: no I/O, no paho.
 """
 from __future__ import annotations
 
@@ -71,6 +71,31 @@ def encode_publish_properties(payload_format: Optional[int] = None, expiry: Opti
     for key, value in user:
         out += bytes((USER_PROPERTY,)) + _utf8(key) + _utf8(value)
     return encode_variable_byte_integer(len(out)) + bytes(out)
+
+
+def encode_publish(msg: MqttMessage, mid: int = 0) -> bytes:
+    """The whole PUBLISH packet of ``msg`` (MQTT v5 §3.3): fixed header (type 3, DUP 0, QoS, RETAIN;
+    Remaining Length), topic, packet identifier (QoS 1 and 2 only), properties, payload."""
+    if msg.qos and not 0 < mid <= 0xFFFF:
+        raise ValueError("a QoS 1 or 2 PUBLISH needs a packet identifier from 1 to 65535")
+    correlation = bytes(msg.correlation_data) if msg.correlation_data is not None else None
+    variable = _utf8(msg.topic) + (struct.pack("!H", mid) if msg.qos else b"") + encode_publish_properties(
+        msg.payload_format, msg.message_expiry, msg.content_type, msg.response_topic, correlation,
+        msg.user_properties)
+    command = 0x30 | (msg.qos << 1) | (0x01 if msg.retain else 0x00)
+    body = variable + bytes(msg.payload)
+    return bytes((command,)) + encode_variable_byte_integer(len(body)) + body
+
+
+def split_packet(packet: bytes) -> tuple[int, bytes]:
+    """(first byte of the fixed header, what follows the Remaining Length) of one whole packet
+    (MQTT v5 §2.1): the two arguments :func:`decode_publish` takes."""
+    if not packet:
+        raise MalformedPacket("an empty packet has no fixed header")
+    length, start = variable_byte_integer(packet, 1)
+    if start + length != len(packet):
+        raise MalformedPacket(f"Remaining Length says {length} bytes, {len(packet) - start} follow")
+    return packet[0], packet[start:]
 
 
 def _chunk(buf: bytes, pos: int, end: int) -> tuple[bytes, int]:

@@ -1,4 +1,4 @@
-"""The session's own PUBLISH / PUBACK reader (MQTT v5 §3.3, §3.4) against paho's encoder and decoder."""
+"""The PUBLISH / PUBACK codec of mqtt/wire.py (MQTT v5 §3.3, §3.4) against paho's public ``Properties``."""
 from __future__ import annotations
 
 import struct
@@ -6,13 +6,12 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paho.mqtt import _packet
-from paho.mqtt.client import MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from a2a_nb.mqtt import wire
 from a2a_nb.mqtt.wire import MalformedPacket, decode_puback, decode_publish, variable_byte_integer
+from a2a_nb.protocol.packet import MqttMessage
 
 
 def publish_packet(topic: str, payload: bytes, qos: int = 1, mid: int = 7, props: Properties = None) -> bytes:
@@ -38,10 +37,9 @@ def full_props() -> Properties:
 def test_every_property_reads_as_paho_reads_it():
     packet = publish_packet("$a2a/v1/reply/acme/support/req/r1", b'{"ok":true}', props=full_props())
     msg, mid = decode_publish(0x32, packet)  # PUBLISH, QoS 1
-    theirs = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
-    assert mid == theirs.mid == 7
-    assert msg.topic == theirs.topic.decode() and msg.payload == theirs.payload == b'{"ok":true}'
-    p = theirs.properties
+    assert mid == 7 and msg.topic == "$a2a/v1/reply/acme/support/req/r1" and msg.payload == b'{"ok":true}'
+    p = Properties(PacketTypes.PUBLISH)
+    p.unpack(full_props().pack())  # what paho reads from the same property bytes
     assert (msg.payload_format, msg.message_expiry, msg.content_type) == (1, 70000, "application/json")
     assert msg.response_topic == p.ResponseTopic and msg.correlation_data == p.CorrelationData
     assert list(msg.user_properties) == p.UserProperty and msg.user_property("a2a-stream-seq") == "4"
@@ -124,13 +122,6 @@ def test_wire_has_no_paho_import():
     assert "import paho" not in source and "from paho" not in source
 
 
-def test_paho_is_the_version_the_session_client_was_written_against():
-    """session._KitClient overrides two private paho methods; a paho upgrade must review them."""
-    from importlib.metadata import version
-
-    assert version("paho-mqtt") == "2.2.0"
-
-
 def test_packing_and_reading_agree_and_the_length_prefix_matches_paho():
     from paho.mqtt.properties import VariableByteIntegers
 
@@ -141,3 +132,26 @@ def test_packing_and_reading_agree_and_the_length_prefix_matches_paho():
     assert (mid, msg.payload_format, msg.message_expiry, msg.content_type, msg.response_topic) == \
         (9, 1, 60, "application/json", "r/t")
     assert msg.correlation_data == b"\x00\x01" and msg.user_properties == (("a2a-x", "é"),) and msg.payload == b"payload"
+
+
+def test_a_whole_publish_packet_reads_back_and_its_properties_are_paho_s():
+    """encode_publish spells out a whole PUBLISH: fixed header, Remaining Length, topic, packet
+    identifier, the properties exactly as paho packs them, payload."""
+    m = MqttMessage("$a2a/v1/reply/acme/support/req/r1", b'{"ok":true}' * 20, qos=1, retain=True,
+                    correlation_data=bytes(16), user_properties=(("a2a-stream-seq", "3"),), content_type="application/json")
+    packet = wire.encode_publish(m, mid=513)
+    command, rest = wire.split_packet(packet)
+    assert command == 0x33 and packet[1:3] == wire.encode_variable_byte_integer(len(rest))  # 259 bytes: two-byte length
+    back, mid = decode_publish(command, rest)
+    assert back == m and mid == 513
+    paho = Properties(PacketTypes.PUBLISH)
+    paho.CorrelationData = m.correlation_data
+    paho.UserProperty = list(m.user_properties)
+    paho.ContentType = m.content_type
+    topic_and_mid = 2 + len(m.topic) + 2
+    assert rest[topic_and_mid:topic_and_mid + len(paho.pack())] == paho.pack()
+    assert wire.encode_publish(MqttMessage("t", b"x", qos=0)) == b"\x30\x05\x00\x01t\x00x"
+    with pytest.raises(ValueError, match="packet identifier"):
+        wire.encode_publish(MqttMessage("t", b"x", qos=1))
+    with pytest.raises(MalformedPacket, match="Remaining Length"):
+        wire.split_packet(packet[:-1])
