@@ -125,8 +125,7 @@ class Responder:
         self.session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
                                keepalive=self._keepalive)
         self.session.on_reconnect = self._on_reconnect
-        if self.pool:
-            self.session.on_close = self._leave_pool
+        self.session.on_close = self._closed_without_stop
         self.runtime.register(self)
         for i in range(self._workers_n):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
@@ -159,13 +158,20 @@ class Responder:
     def _presence_message(self, status: str, source: str) -> MqttMessage:
         return pools.presence_message(self.org, self.unit, self.pool, self.agent, status, source)
 
-    def _leave_pool(self) -> None:
-        """The session closes without ``stop()`` (``stop_all()``, the end of the process): the broker
-        sends no will after a clean DISCONNECT, so say ``offline`` now, or the other members would
-        keep counting this one and its share of the requests would never be answered. Not waited
-        for: paho sends it before the DISCONNECT. (Not connected: the broker sends the will instead.)"""
+    def _closed_without_stop(self) -> None:
+        """The session closes without ``stop()`` (``stop_all()``, a re-run cell, the end of the process).
+        The broker sends no will after a clean DISCONNECT, so the card and a pool member's presence say
+        ``offline`` now: else discovery would show a gone agent online, and the other pool members
+        would keep counting this one and its share of the requests would never be answered. Not waited
+        for: paho sends them before the DISCONNECT (not connected: the broker sends the will instead).
+        The workers end with the session."""
         if self.session.connected:
-            self.session.publish_nowait(self._presence_message(properties.OFFLINE, properties.SOURCE_AGENT))
+            if self.card is not None:
+                self.session.publish_nowait(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT))
+            if self.pool:
+                self.session.publish_nowait(self._presence_message(properties.OFFLINE, properties.SOURCE_AGENT))
+        self._shutdown_workers()
+        self.runtime.unregister(self)
 
     def _announce(self, status: str, timeout: float = 5.0) -> None:
         """Publish this member's retained presence (``online`` on joining, ``offline`` on a graceful stop)."""
@@ -235,13 +241,13 @@ class Responder:
         ``agent``) first."""
         if self.session is None or self.session.closed:
             return
+        self.session.on_close = None  # said here, and waited for
         if self.card is not None:
             try:
                 self.session.publish(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT), timeout=2)
             except Exception as exc:
                 log.warning("%s: could not publish offline card: %s", self.agent, exc)
         if self.pool:
-            self.session.on_close = None  # said here, and waited for
             try:
                 self._announce(properties.OFFLINE, timeout=2)
             except Exception as exc:
@@ -262,8 +268,7 @@ class Responder:
         self.frozen = True
 
         def die() -> None:
-            with self.runtime._ack_cond:
-                self.runtime._ack_cond.wait_for(lambda: self.runtime._unacked.get(self.agent, 0) == 0, 2.0)
+            self.runtime.outbox.wait_acked(self.agent, 2.0)
             self.crash()
 
         threading.Thread(target=die, name=f"{self.agent}-dying", daemon=True).start()
@@ -428,7 +433,7 @@ class Responder:
             result = self.handler(ctx)
             state = ctx.state
             if ctx.response_message is not None and states.is_active(state):
-                self._finish_with_message(ctx, listener)
+                self.runtime.complete_with_message(task_id, ctx.response_message)
             elif states.is_active(state):
                 ctx.complete(result if isinstance(result, (str, dict, list)) else None)
         except TaskCanceled:
@@ -440,19 +445,6 @@ class Responder:
                 ctx.fail(f"the agent's handler failed: {type(exc).__name__}: {exc}")
             except Exception:
                 log.exception("%s: could not mark task %s failed", self.agent, task_id)
-
-    def _finish_with_message(self, ctx: TaskContext, listener: Optional[Listener]) -> None:
-        """The handler answered with a Message: blocking and stream listeners of this request get
-        ``{"message": ...}``; the stored task completes with that message."""
-        entry = self.runtime.entry(ctx.task_id)
-        with self.runtime.lock:
-            waiting = [l for l in entry.listeners if not l.closed]
-            entry.listeners = []
-            rec = self.runtime.get(ctx.task_id)
-            for l in waiting:  # the reply first: the bookkeeping below overlaps its trip to the requester
-                self.runtime._send(rec, l, messages.send_message_result(ctx.response_message))
-                l.closed = True
-            self.runtime.update(ctx.task_id, state=states.COMPLETED, status_message=ctx.response_message)
 
     def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
         task_id = v.params["id"]
@@ -481,20 +473,12 @@ class Responder:
         result = messages.list_tasks_result(tasks, next_page_token=nxt, page_size=size, total_size=len(records))
         self._reply_result(msg, v, None, result, pooled)
 
-    # -- replies ---------------------------------------------------------------------------------------
-    def _publisher(self, rec) -> "Responder":
-        if rec is not None and rec.owner in self.runtime.agents:
-            return self.runtime.agents[rec.owner]
-        return self
-
+    # -- replies (the runtime's outbox decides who publishes) --------------------------------------------
     def _reply_result(self, msg: MqttMessage, v: inbound.Accepted, rec, result, pooled: bool) -> None:
-        payload = jsonrpc.result_response(v.request_id, result)
-        publisher = self._publisher(rec)
-        self.runtime.reply_once(publisher, msg.response_topic, msg.correlation_data, payload,
-                                properties.responder_id(publisher.agent, self.agent, pooled))
+        self.runtime.reply(rec, self.agent, pooled, msg.response_topic, msg.correlation_data,
+                           jsonrpc.result_response(v.request_id, result))
 
     def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
         self.stats.errors += 1
-        extra = properties.responder_id(self.agent, self.agent, pooled)
-        self.runtime.reply_once(self, msg.response_topic, msg.correlation_data,
-                                jsonrpc.error_response(request_id, err), extra)
+        self.runtime.reply(None, self.agent, pooled, msg.response_topic, msg.correlation_data,
+                           jsonrpc.error_response(request_id, err))

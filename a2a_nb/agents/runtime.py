@@ -6,6 +6,8 @@ a task goes through :meth:`TaskRuntime.update`, which checks the state machine, 
 tells the listeners: stream subscribers get each event as its own MQTT message; blocking waiters get
 the Task once it is terminal or interrupted (Profile: Streaming Reply Mapping 1-7, Optional Task
 Handover, Requester Retry 4: retried requests attach to the existing task).
+
+The runtime decides what to send to whom; its :class:`~a2a_nb.agents.outbox.Outbox` publishes it.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from ..protocol import jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.packet import MqttMessage, encode_json
 from ..protocol.streams import STREAM_SEQ
+from .outbox import Outbox
 from .store import MemoryTaskStore, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
@@ -60,26 +63,30 @@ class _TaskEntry:
 
 
 class TaskRuntime:
-    def __init__(self, store: Optional[TaskStore] = None, clock: Callable[[], float] = time.time):
+    def __init__(self, store: Optional[TaskStore] = None, clock: Callable[[], float] = time.time,
+                 outbox: Optional[Outbox] = None):
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.clock = clock
+        self.outbox = outbox or Outbox()
         self.lock = threading.RLock()
         self._entries: dict[str, _TaskEntry] = {}
-        self.agents: dict[str, "Responder"] = {}
-        self.dropped_publishes = 0
-        self._unacked: dict[str, int] = {}  # reply publishes per agent still waiting for their PUBACK
-        self._ack_cond = threading.Condition()
-        self.unheard_replies = 0
 
     # -- agents ----------------------------------------------------------------------------------------
+    @property
+    def agents(self) -> dict[str, "Responder"]:
+        """The live agents sharing this runtime, by agent id."""
+        return self.outbox.agents
+
+    @property
+    def unheard_replies(self) -> int:
+        """Replies the broker had nobody to deliver to (PUBACK 16: the requester stopped listening)."""
+        return self.outbox.unheard
+
     def register(self, responder: "Responder") -> None:
-        with self.lock:
-            self.agents[responder.agent] = responder
+        self.outbox.register(responder)
 
     def unregister(self, responder: "Responder") -> None:
-        with self.lock:
-            if self.agents.get(responder.agent) is responder:
-                del self.agents[responder.agent]
+        self.outbox.unregister(responder)
 
     def owner_of(self, task_id: str) -> Optional[str]:
         rec = self.store.get(task_id)
@@ -93,8 +100,7 @@ class TaskRuntime:
         owner's last ones on the requester's reply topic."""
         old = self.owner_of(task_id)
         if old is not None and old != agent:
-            with self._ack_cond:
-                self._ack_cond.wait_for(lambda: self._unacked.get(old, 0) == 0, 2.0)
+            self.outbox.wait_acked(old, 2.0)
         with self.lock:
             rec = self.store.get(task_id)
             if rec is not None and rec.owner != agent:
@@ -186,6 +192,19 @@ class TaskRuntime:
                 del self._entries[task_id]  # nothing more will happen to it: keep memory bounded
             return rec
 
+    def complete_with_message(self, task_id: str, message: dict) -> TaskRecord:
+        """The handler answered with a Message: each waiting request gets ``{"message": ...}`` as its
+        answer (a stream's only item), then the stored task completes with that message. The reply
+        goes first: the bookkeeping overlaps its trip to the requester."""
+        with self.lock:
+            entry = self.entry(task_id)
+            waiting, entry.listeners = [l for l in entry.listeners if not l.closed], []
+            rec = self.store.get(task_id)
+            for listener in waiting:
+                self._send(rec, listener, messages.send_message_result(message))
+                listener.closed = True
+            return self.update(task_id, state=states.COMPLETED, status_message=message)
+
     def _snapshot_first(self, rec: TaskRecord, listener: Listener, task_before: dict) -> None:
         if listener.needs_snapshot:
             listener.needs_snapshot = False
@@ -225,13 +244,17 @@ class TaskRuntime:
                                              append=seqno > 0, last_chunk=last)
             self.update(task_id, artifact_event=event, skip=binary)
 
-    # -- publishing ------------------------------------------------------------------------------------
-    def publisher_for(self, rec: Optional[TaskRecord], listener: Listener) -> Optional["Responder"]:
-        if rec is not None and rec.owner in self.agents:
-            return self.agents[rec.owner]
-        return self.agents.get(listener.received_by)
+    # -- publishing (through the outbox) ---------------------------------------------------------------
+    def reply(self, rec: Optional[TaskRecord], received_by: str, pooled: bool, response_topic: str,
+              correlation: bytes, payload: dict) -> None:
+        """One answer to one request (a result or an error), published by whoever answers for the
+        task now; ``a2a-responder-agent-id`` when that is not the addressee, or the request was pooled."""
+        publisher = self.outbox.publisher(rec.owner if rec else None, received_by)
+        props = properties.responder_id(publisher.agent, received_by, pooled) if publisher else ()
+        self.outbox.send(publisher, MqttMessage(response_topic, encode_json(payload), qos=1,
+                                                correlation_data=correlation, user_properties=tuple(props)))
 
-    def reply_properties(self, rec: Optional[TaskRecord], listener: Listener, publisher: "Responder") -> list:
+    def _reply_properties(self, rec: Optional[TaskRecord], listener: Listener, publisher: "Responder") -> list:
         props = list(properties.responder_id(publisher.agent, listener.received_by, listener.pooled, listener.announced))
         if props:
             listener.announced = publisher.agent
@@ -261,44 +284,15 @@ class TaskRuntime:
         costs paho real time per message); binary chunks carry PFI 0 and their Content Type."""
         if listener.closed:
             return
-        publisher = self.publisher_for(rec, listener)
-        sent = False
-        if publisher is None:
-            self.dropped_publishes += 1
-        else:
-            props = tuple(self.reply_properties(rec, listener, publisher) + list(extra))
-            sent = self._emit(publisher, MqttMessage(listener.response_topic, payload, qos=1,
-                                                     correlation_data=listener.correlation, user_properties=props,
-                                                     content_type=content_type, payload_format=payload_format))
+        publisher = self.outbox.publisher(rec.owner if rec else None, listener.received_by)
+        props = tuple(self._reply_properties(rec, listener, publisher) + list(extra)) if publisher else ()
+        sent = self.outbox.send(publisher, MqttMessage(listener.response_topic, payload, qos=1,
+                                                       correlation_data=listener.correlation, user_properties=props,
+                                                       content_type=content_type, payload_format=payload_format))
         if not sent:
             # An item this path will never see: a stream must not go on with a hole in it. Closing
             # the path lets the requester's stall recovery (GetTask, SubscribeToTask) take over.
             listener.closed = True
-
-    def reply_once(self, responder: "Responder", response_topic: str, correlation: bytes, payload: dict,
-                   extra: tuple = ()) -> None:
-        self._emit(responder, MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
-                                          user_properties=tuple(extra)))
-
-    def _acked(self, agent: str, result) -> None:
-        """PUBACK of a reply: 16 means the requester no longer listens on that reply topic."""
-        if result is not None and result.no_subscribers:
-            self.unheard_replies += 1
-        with self._ack_cond:
-            self._unacked[agent] = self._unacked.get(agent, 1) - 1
-            self._ack_cond.notify_all()
-
-    def _emit(self, publisher: "Responder", msg: MqttMessage) -> bool:
-        try:
-            with self._ack_cond:
-                self._unacked[publisher.agent] = self._unacked.get(publisher.agent, 0) + 1
-            publisher.session.publish_then(msg, lambda result: self._acked(publisher.agent, result))
-            return True
-        except Exception as exc:  # a dead instance: the requester's timeout and fallback take over
-            self._acked(publisher.agent, None)
-            self.dropped_publishes += 1
-            log.warning("%s could not publish on %s: %s", publisher.agent, msg.topic, exc)
-            return False
 
 
 def trim_history(task: dict, history_length: Optional[int]) -> dict:

@@ -288,3 +288,24 @@ def test_on_the_secure_broker_a_login_cannot_borrow_another_requesters_identity(
         owner.close()
         intruder.close()
         desk.stop()
+
+
+def test_an_agent_closed_without_stop_ends_its_workers_and_says_offline(broker_url, unit):
+    """``stop_all()`` (a re-run cell, the end of a kernel) closes sessions cleanly, and the broker sends
+    no will after a clean DISCONNECT: the agent itself marks its card offline, and its threads end."""
+    from a2a_nb.mqtt.session import stop_all
+    from a2a_nb.protocol import properties
+    from a2a_nb.story.cast import echo_card
+
+    before = threading.active_count()
+    agent = uid("echo")
+    Responder(agent, lambda ctx: ctx.respond("ok"), unit=unit, broker=broker_url,
+              card=echo_card("acme", unit, agent), workers=8)
+    assert threading.active_count() >= before + 8
+    stop_all()
+    assert wait_until(lambda: threading.active_count() <= before, 3), threading.enumerate()
+    got = []
+    s = Session(ORG, unit, uid("look"), broker=broker_url)
+    s.subscribe(topics.discovery_topic(ORG, unit, agent), handler=got.append)
+    assert wait_until(lambda: got, 3)
+    assert got[-1].user_property(properties.STATUS) == properties.OFFLINE
