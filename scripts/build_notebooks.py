@@ -2613,6 +2613,13 @@ SECURITY = [
     request unanswered, before the token check, before any work.
     """),
     code("""
+    import logging, sys
+
+    # show what the desk logs about it here (it goes to stderr otherwise)
+    desk_log = logging.getLogger("a2a_nb.agents.responder")
+    desk_log.addHandler(logging.StreamHandler(sys.stdout))
+    desk_log.propagate = False
+
     dropped_before = desk.stats.dropped
     mallory.session.publish(MqttMessage(topics.request_topic("acme", "support", "ticket-desk"),
                                         encode_json(jsonrpc.request(jsonrpc.GET_TASK, {"id": reply.task_id}, "m-1")),

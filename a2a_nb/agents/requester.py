@@ -161,7 +161,7 @@ class Reply:
         return ""
 
     def _repr_html_(self) -> str:
-        from ..notebook.display import reply_html
+        from .reprs import reply_html
 
         return reply_html(self)
 
@@ -635,6 +635,6 @@ class Stream:
         return self.view.state
 
     def _repr_html_(self) -> str:
-        from ..notebook.display import stream_html
+        from .reprs import stream_html
 
         return stream_html(self)

@@ -90,6 +90,6 @@ class TaskView:
         return f"<TaskView {self.task_id} {st}, {len(self.artifacts) + len(self.binary)} artifact(s)>"
 
     def _repr_html_(self) -> str:
-        from ..notebook.display import task_view_html
+        from .reprs import task_view_html
 
         return task_view_html(self)

@@ -31,10 +31,11 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image as PILImage
 
+from ..agents.reprs import badge, json_block
 from ..traffic.charts import message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
 from ..traffic.recorder import from_record
-from .display import badge, json_block, mqtt_properties_rows
+from .display import mqtt_properties_rows
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
 MARK_RGB = np.array([214, 39, 40], dtype=np.uint8)  # a red bar at the row's left edge
