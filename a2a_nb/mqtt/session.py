@@ -558,25 +558,20 @@ def _properties(msg: MqttMessage, packet_type: int) -> Optional[Properties]:
 
 def _from_paho(m: mqtt.MQTTMessage) -> MqttMessage:
     """A message paho delivered, read through its public attributes (``topic``, ``payload``, ``qos``,
-    ``retain``, ``properties``), as the kit's plain value."""
-    p = getattr(m, "properties", None)
-
-    def get(name):
-        return getattr(p, name, None) if p is not None else None
-
-    user = get("UserProperty") or []
-    corr = get("CorrelationData")
+    ``retain``, ``properties``: a ``Properties`` whose attributes exist only when the PUBLISH had them)."""
+    p = m.properties
+    corr = getattr(p, "CorrelationData", None)
     return MqttMessage(
         topic=m.topic,
         payload=bytes(m.payload),
         qos=m.qos,
         retain=bool(m.retain),
-        response_topic=get("ResponseTopic"),
+        response_topic=getattr(p, "ResponseTopic", None),
         correlation_data=bytes(corr) if corr is not None else None,
-        user_properties=tuple((str(k), str(v)) for k, v in user),
-        content_type=get("ContentType"),
-        message_expiry=get("MessageExpiryInterval"),
-        payload_format=get("PayloadFormatIndicator"),
+        user_properties=tuple((str(k), str(v)) for k, v in getattr(p, "UserProperty", ())),
+        content_type=getattr(p, "ContentType", None),
+        message_expiry=getattr(p, "MessageExpiryInterval", None),
+        payload_format=getattr(p, "PayloadFormatIndicator", None),
         received_at=time.time(),
     )
 
