@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from .agents.requester import Requester
 from .bench_load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
-from .agents.responder import Responder
+from .agents.responder import Responder, ResponderOptions
 from .mqtt import raw_floor
 from .mqtt.broker import resolve
 from .protocol.retry import RetryProfile
@@ -26,7 +26,7 @@ BENCH_RETRY = RetryProfile(reply_first_timeout_s=5, stream_idle_timeout_s=10)
 
 def kit_round_trip(url: str, n: int = 1000, warmup: int = 50) -> dict:
     echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit="kit", broker=url,
-                     inline=True)  # as `serve echo` runs it
+                     options=ResponderOptions(inline=True))  # as `serve echo` runs it
     req = Requester("bench-req", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
     samples = []
     try:

@@ -31,7 +31,7 @@ from collections import Counter
 from typing import Optional, Union
 
 from .agents.requester import Requester
-from .agents.responder import Responder
+from .agents.responder import Responder, ResponderOptions
 from .agents.runtime import TaskRuntime
 from .mqtt.broker import BrokerEndpoint, resolve
 from .protocol import messages, states
@@ -61,12 +61,12 @@ class _Load:
         self.org, self.unit, self.timeout_s = org, unit, timeout_s
         self.runtime = TaskRuntime()
         self.members = [Responder(f"analyst-{i + 1}", self._work, org=org, unit=unit, runtime=self.runtime,
-                                  pool=POOL, pool_slot=(i, pool_members), broker=endpoint, workers=8)
+                                  pool=POOL, broker=endpoint, options=ResponderOptions(workers=8))
                         for i in range(pool_members)]
         self._next = 0
         self._next_lock = threading.Lock()
         self.desk = Responder("desk", self._desk, org=org, unit=unit, runtime=self.runtime, broker=endpoint,
-                              workers=8)
+                              options=ResponderOptions(workers=8))
         self.requesters = [Requester(f"load-requester-{i + 1}", org=org, unit=unit, broker=endpoint,
                                      retry=LOAD_RETRY) for i in range(requesters)]
         self.results: list[dict] = []
@@ -319,7 +319,8 @@ def run_echo_memory(url: Union[str, BrokerEndpoint, None] = None, n: int = 5000,
 
     endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
     unit = unit or f"echo-{uuid.uuid4().hex[:8]}"
-    echo = Responder("echo", echo_handler, org=org, unit=unit, broker=endpoint, inline=True)
+    echo = Responder("echo", echo_handler, org=org, unit=unit, broker=endpoint,
+                     options=ResponderOptions(inline=True))
     req = Requester("echo-client", org=org, unit=unit, broker=endpoint, retry=LOAD_RETRY)
     try:
         before = process_resources()

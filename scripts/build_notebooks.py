@@ -2345,7 +2345,7 @@ SECURITY = [
     import pandas as pd
 
     import a2a_nb
-    from a2a_nb.agents import Requester, Responder
+    from a2a_nb.agents import Requester, Responder, ResponderOptions
     from a2a_nb.agents.auth import BearerPolicy, LocalIssuer, auth_reason, required_scopes_from_card
     from a2a_nb.agents.discovery import Discovery
     from a2a_nb.mqtt import Session
@@ -2472,7 +2472,7 @@ SECURITY = [
         return "TCK-4821: the order-status cache is not invalidated after checkout"
 
     desk = Responder("ticket-desk", analyse, card=card, broker=broker.credentials("ticket-desk"), auth=policy,
-                     ids=IdSource(seed=4821))
+                     options=ResponderOptions(ids=IdSource(seed=4821)))
     print(desk)
     print("trusts issuer:", policy.issuer, "| audience:", policy.audience,
           "| scope sets:", [sorted(s) for s in policy.scope_sets])

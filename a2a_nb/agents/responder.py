@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
@@ -41,6 +41,35 @@ class ResponderStats:
     executions: int = 0
 
 
+@dataclass(frozen=True)
+class ResponderOptions:
+    """How a responder runs; the defaults suit the lessons. All optional.
+
+    ``workers``: threads that execute requests; ``max_pending``: requests waiting for a worker before
+    new ones are answered -32004 (busy). ``inline``: run the handler on the network thread instead of a
+    worker (one thread switch less per request); only for handlers that answer at once and never
+    block, such as echo. ``binary_artifacts``: honour a request for the native binary artifact mode.
+    ``keepalive``: MQTT keep-alive in seconds (the last will fires after 1.5 times this).
+    ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
+    ``reply_namespaces``: the only topic prefixes replies go to (default ``$a2a/v1/reply/{org}/{unit}/``);
+    a request whose Response Topic lies elsewhere is logged and dropped, never executed.
+    ``admit``: called with the Message of every SendMessage that would create a new task, before the
+    task exists; an :class:`A2AError` it returns (e.g. -32004 ``responder_unavailable`` when the agent
+    is at capacity) is the reply, and no task is created. ``ids``: where contextIds come from (seed it
+    for reproducible lessons).
+    """
+
+    workers: int = 8
+    max_pending: int = 1000
+    inline: bool = False
+    binary_artifacts: bool = True
+    keepalive: int = 30
+    max_request_bytes: Optional[int] = DEFAULT_MAX_REQUEST_BYTES
+    reply_namespaces: tuple[str, ...] = ()
+    admit: Optional[Callable[[dict], Optional[A2AError]]] = None
+    ids: Optional[IdSource] = None
+
+
 class Responder:
     """One agent on the broker, with Client ID ``{org}/{unit}/{agent}``.
 
@@ -48,17 +77,10 @@ class Responder:
     ``runtime``: share one between a card agent and the instances it spawns.
     ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``, or, where the
     broker does not deliver ``$share`` on ``$`` topics, the plain pool topic, claiming among the live
-    members (see :mod:`a2a_nb.protocol.pools`; ``pool_slot`` is no longer needed and is ignored).
-    ``inline``: run the handler on the network thread instead of a worker (one thread switch less
-    per request); only for handlers that answer at once and never block, such as echo.
+    members (see :mod:`a2a_nb.protocol.pools`).
     ``auth``: a :class:`~a2a_nb.agents.auth.BearerPolicy`; every request must then carry a valid
     ``a2a-authorization: Bearer <token>`` and is refused before any processing otherwise.
-    ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
-    ``reply_namespaces``: the only topic prefixes replies go to (default ``$a2a/v1/reply/{org}/{unit}/``);
-    a request whose Response Topic lies elsewhere is logged and dropped, never executed.
-    ``admit``: called with the Message of every SendMessage that would create a new task, before the
-    task exists; an :class:`A2AError` it returns (e.g. -32004 ``responder_unavailable`` when the agent
-    is at capacity) is the reply, and no task is created.
+    ``options``: :class:`ResponderOptions` (threads, limits, reply namespaces, admission).
     """
 
     def __init__(
@@ -68,21 +90,12 @@ class Responder:
         *,
         org: str = "acme",
         unit: str = "support",
+        broker: Union[str, BrokerEndpoint, None] = None,
         card: Optional[dict] = None,
         runtime: Optional[TaskRuntime] = None,
         pool: Optional[str] = None,
-        pool_slot: Optional[tuple[int, int]] = None,
-        broker: Union[str, BrokerEndpoint, None] = None,
-        workers: int = 8,
-        max_pending: int = 1000,
-        binary_artifacts: bool = True,
-        ids: Optional[IdSource] = None,
-        keepalive: int = 30,
-        inline: bool = False,
         auth=None,
-        max_request_bytes: Optional[int] = DEFAULT_MAX_REQUEST_BYTES,
-        admit: Optional[Callable[[dict], Optional[A2AError]]] = None,
-        reply_namespaces: Optional[Sequence[str]] = None,
+        options: ResponderOptions = ResponderOptions(),
         start: bool = True,
     ):
         self.org, self.unit, self.agent = org, unit, agent
@@ -90,27 +103,20 @@ class Responder:
         self.card = card
         self.runtime = runtime or TaskRuntime()
         self.pool = pool
-        self.pool_slot = pool_slot
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
         self._members = pools.Membership(agent, pool or "")  # slot mode: who is live in the pool
         self._members_lock = threading.Lock()
-        self.binary_artifacts = binary_artifacts
-        self.ids = ids or IdSource()
-        self.max_pending = max_pending
-        self.inline = inline
         self.auth = auth
-        self.max_request_bytes = max_request_bytes
-        self.admit = admit
-        self.reply_namespaces = tuple(reply_namespaces or (topics.reply_namespace(org, unit),))
+        self.options = options
+        self.ids = options.ids or IdSource()
+        self.reply_namespaces = options.reply_namespaces or (topics.reply_namespace(org, unit),)
         self.frozen = False
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
         self.discovery_topic = topics.discovery_topic(org, unit, agent)
         self._queue: "queue.Queue[Optional[MqttMessage]]" = queue.Queue()
-        self._workers_n = workers
         self._threads: list[threading.Thread] = []
         self._broker = broker
-        self._keepalive = keepalive
         self.session: Optional[Session] = None
         if start:
             self.start()
@@ -123,11 +129,11 @@ class Responder:
         elif self.pool:  # a pool member has no card: its will marks its presence offline
             will = self._presence_message(properties.OFFLINE, properties.SOURCE_LWT)
         self.session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
-                               keepalive=self._keepalive)
+                               keepalive=self.options.keepalive)
         self.session.on_reconnect = self._on_reconnect
         self.session.on_close = self._closed_without_stop
         self.runtime.register(self)
-        for i in range(self._workers_n):
+        for i in range(self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -304,12 +310,12 @@ class Responder:
         if self.frozen:
             return
         self.stats.requests += 1
-        if self.inline:
+        if self.options.inline:
             self._run_one(msg, pooled)
             return
-        if self._queue.qsize() >= self.max_pending and self._answerable(msg):
+        if self._queue.qsize() >= self.options.max_pending and self._answerable(msg):
             self.stats.overloaded += 1
-            err = errors.responder_unavailable(f"{self.agent} has {self.max_pending} requests waiting; retry later")
+            err = errors.responder_unavailable(f"{self.agent} has {self.options.max_pending} requests waiting; retry later")
             self._reply_error(msg, jsonrpc.request_id_of(msg.payload), err, pooled)
             return
         self._queue.put((msg, pooled))
@@ -339,7 +345,7 @@ class Responder:
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
-        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.max_request_bytes,
+        verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.options.max_request_bytes,
                                         self.reply_namespaces)
         if isinstance(verdict, inbound.Drop):
             self.stats.dropped += 1
@@ -365,7 +371,7 @@ class Responder:
                   history_length: Optional[int] = None) -> Listener:
         mode = None
         if msg.user_property(properties.ARTIFACT_MODE) is not None:
-            mode = properties.MODE_BINARY if (v.artifact_mode == properties.MODE_BINARY and self.binary_artifacts
+            mode = properties.MODE_BINARY if (v.artifact_mode == properties.MODE_BINARY and self.options.binary_artifacts
                                               and kind == STREAM) else properties.MODE_JSON
         return Listener(kind, msg.response_topic, msg.correlation_data, v.request_id, self.agent, pooled,
                         mode, history_length)
@@ -408,7 +414,8 @@ class Responder:
                 raise errors.task_not_found(task_id)  # someone else's Task.id: not theirs to continue
             what = inbound.classify_send(rec.task if rec else None, message)
             if what == inbound.SEND_NEW:
-                refused = self.admit(message) if self.admit is not None else None
+                admit = self.options.admit
+                refused = admit(message) if admit is not None else None
                 if refused is not None:
                     raise refused
                 ctx_id = message.get("contextId") or self.ids.context_id()

@@ -56,7 +56,7 @@ def register(sub) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..agents.responder import Responder
+    from ..agents.responder import Responder, ResponderOptions
     from ..mqtt.broker import ENV_CREDENTIALS, resolve
     from ..story.cast import TicketDesk, analyst_pool, echo_card, echo_handler
 
@@ -64,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     stoppers = []
     if args.agent == "echo":
         r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
-                      broker=url, inline=True)
+                      broker=url, options=ResponderOptions(inline=True))
         stoppers.append(r.stop)
         print(f"echo serving on {r.request_topic} ({resolve(args.broker).url})", flush=True)
     elif args.agent == "ticket-desk":

@@ -29,7 +29,7 @@ from typing import Callable, Optional, Union
 
 from ..agents.context import TaskContext
 from ..agents.recovery import fail_orphaned_tasks
-from ..agents.responder import Responder
+from ..agents.responder import Responder, ResponderOptions
 from ..agents.runtime import TaskRuntime
 from ..agents.store import MemoryTaskStore, SqliteTaskStore
 from ..mqtt.broker import BrokerEndpoint
@@ -194,8 +194,8 @@ class TicketDesk:
             log.info("ticket-desk: %d task(s) were running when the desk last stopped; marked failed",
                      len(self.orphans_failed))
         self.desk = Responder("ticket-desk", self._desk_handler, org=org, unit=unit, card=desk_card(org, unit),
-                              runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), ids=self.ids, pool=pool,
-                              admit=self._admit)
+                              runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), pool=pool,
+                              options=ResponderOptions(ids=self.ids, admit=self._admit))
 
     # -- capacity: slots reserved at admission, freed when the handler returns ---------------------------
     def _admit(self, message: dict) -> Optional[A2AError]:
@@ -253,7 +253,8 @@ class TicketDesk:
         worker runs the ticket; the analyst's own only serve follow-ups sent to its topic."""
         if slot.analyst is None or not slot.analyst.alive:
             inst = Responder(slot.name, self._analyst_handler, org=self.org, unit=self.unit, runtime=self.runtime,
-                             broker=broker_for(self.broker, slot.name), ids=self.ids, workers=2)
+                             broker=broker_for(self.broker, slot.name),
+                             options=ResponderOptions(ids=self.ids, workers=2))
             with self._lock:
                 slot.analyst = inst
                 self.instances.append(inst)
@@ -335,5 +336,6 @@ def analyst_pool(pool: str, members: int = 3, *, org: str = "acme", unit: str = 
     ids = IdSource(seed)
     analyst = Analyst(pace=pace)
     names = [f"analyst-{pool}-{ids.uuid4()[:6] if unique_names else i + 1}" for i in range(members)]
-    return [Responder(name, analyst, org=org, unit=unit, pool=pool, broker=broker_for(broker, name), ids=ids)
+    return [Responder(name, analyst, org=org, unit=unit, pool=pool, broker=broker_for(broker, name),
+                      options=ResponderOptions(ids=ids))
             for name in names]

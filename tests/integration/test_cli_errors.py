@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from a2a_nb.commands import agents as cli_agents
-from a2a_nb.agents.responder import Responder
+from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.mqtt.broker import free_port
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import topics
@@ -152,7 +152,7 @@ def test_send_to_an_unknown_agent_lists_the_known_ones_at_once(env, broker_url, 
     cards(unit, "ticket-desk")
     cards(unit, "echo")  # replaced by the responder's own card; cleared at the end by the fixture
     echo = Responder("echo", echo_handler, org="acme", unit=unit, card=echo_card("acme", unit),
-                     broker=broker_url, inline=True)
+                     broker=broker_url, options=ResponderOptions(inline=True))
     try:
         t = time.monotonic()
         out = run(["send", "ecko", "hi", "--unit", unit, "--timeout", "30"], env)

@@ -106,7 +106,7 @@ class CountingWork:
 
 
 def kit_pool(broker_url: str, unit: str, pool: str, work, members: int = 3) -> list[Responder]:
-    return [Responder(f"member-{i + 1}", work, unit=unit, pool=pool, pool_slot=(i, members), broker=broker_url)
+    return [Responder(f"member-{i + 1}", work, unit=unit, pool=pool, broker=broker_url)
             for i in range(members)]
 
 
@@ -216,7 +216,7 @@ def test_group_id_is_deterministic_and_shared_by_every_member(broker_url, unit):
     expected = re.sub(r"[^A-Za-z0-9._]", "_", f"a2a.{ORG}.{unit}.{pool}")
     assert topics.group_id(ORG, unit, pool) == expected
     members = kit_pool(broker_url, unit, pool, CountingWork())
-    later = Responder("member-late", CountingWork(), unit=unit, pool=pool, pool_slot=(0, 3), broker=broker_url)
+    later = Responder("member-late", CountingWork(), unit=unit, pool=pool, broker=broker_url)
     for m in members + [later]:
         filters = [s.filter for s, _ in m.session._subs]
         if m.pool_mode == "shared":

@@ -10,7 +10,7 @@ import queue
 
 import pytest
 
-from a2a_nb.agents import Requester, Responder
+from a2a_nb.agents import Requester, Responder, ResponderOptions
 from a2a_nb.mqtt.session import Session, Subscription
 from a2a_nb.protocol.packet import MqttMessage
 from tests.integration._roles_support import FAST, ORG, UNIT, card_for, discovery_topic, traffic, uid  # noqa: F401
@@ -119,7 +119,7 @@ def test_crash_publishes_the_last_will_offline_lwt_on_the_same_topic(broker_url,
 def test_lost_connection_without_disconnect_also_triggers_the_will(broker_url, traffic):
     agent = agent_id()
     topic = discovery_topic(agent)
-    r = Responder(agent, echo, card=card_for(agent), broker=broker_url, keepalive=2)
+    r = Responder(agent, echo, card=card_for(agent), broker=broker_url, options=ResponderOptions(keepalive=2))
     live = watch(broker_url, topic)
     r.session.kill_socket()  # TCP dropped, no DISCONNECT packet: an ungraceful disconnect
 

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from a2a_nb.agents import Requester, Responder
+from a2a_nb.agents import Requester, Responder, ResponderOptions
 from a2a_nb.protocol.errors import A2AError
 from a2a_nb.protocol.packet import MqttMessage
 from tests.integration._roles_support import (  # noqa: F401
@@ -184,7 +184,7 @@ def test_request_that_expired_while_waiting_gets_request_expired(broker_url, tra
         ctx.wait(2.0)
         return "slow done"
 
-    responder = Responder(agent, slow, broker=broker_url, workers=1)
+    responder = Responder(agent, slow, broker=broker_url, options=ResponderOptions(workers=1))
     raw = RawClient(broker_url)
     c1 = raw.request(agent, send_rpc(user_message("first"), "r1"))
     assert wait_until(lambda: started, 3)
@@ -206,7 +206,7 @@ def test_overloaded_responder_answers_responder_unavailable(broker_url, traffic)
         ctx.wait(0.8)
         return f"done {ctx.text}"
 
-    responder = Responder(agent, slow, broker=broker_url, workers=1, max_pending=1)
+    responder = Responder(agent, slow, broker=broker_url, options=ResponderOptions(workers=1, max_pending=1))
     raw = RawClient(broker_url)
     c1 = raw.request(agent, send_rpc(user_message("one"), "r1"))
     assert wait_until(lambda: started, 3)
@@ -223,7 +223,8 @@ def test_overloaded_responder_answers_responder_unavailable(broker_url, traffic)
 
 def test_requester_retries_responder_unavailable_but_not_transport_protocol_error(broker_url, traffic):
     agent = uid("swamped")
-    Responder(agent, lambda ctx: ctx.wait(1.5), broker=broker_url, workers=1, max_pending=1)
+    Responder(agent, lambda ctx: ctx.wait(1.5), broker=broker_url,
+              options=ResponderOptions(workers=1, max_pending=1))
     raw = RawClient(broker_url)
     raw.request(agent, send_rpc(user_message("one")))
     time.sleep(0.2)

@@ -17,7 +17,7 @@ import pytest
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.recovery import fail_orphaned_tasks
 from a2a_nb.agents.requester import RequestTimeout, Requester
-from a2a_nb.agents.responder import Responder
+from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.agents.runtime import TaskRuntime
 from a2a_nb.agents.store import SqliteTaskStore
 from a2a_nb.mqtt.session import Session
@@ -184,7 +184,8 @@ def test_killed_agent_is_marked_offline_by_its_last_will(broker_url):
     agent = uid("analyst")
     card = cards.agent_card(name="Analyst", description="dies", version="1.0.0", org=ORG, unit=UNIT, agent=agent,
                             skills=[cards.skill("rca", "RCA", "root causes", ["fault-test"])])
-    responder = Responder(agent, lambda ctx: ctx.complete("ok"), card=card, broker=broker_url, keepalive=2)
+    responder = Responder(agent, lambda ctx: ctx.complete("ok"), card=card, broker=broker_url,
+                          options=ResponderOptions(keepalive=2))
     with Discovery(broker=broker_url, agent=uid("disco")) as disco:
         assert disco.wait_for(agent, status=properties.ONLINE).status_source == properties.SOURCE_AGENT
         responder.session.kill_socket()  # no DISCONNECT: the broker notices and publishes the will

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from a2a_nb.agents.responder import Responder
+from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import jsonrpc
 from a2a_nb.protocol.packet import MqttMessage, encode_json
@@ -453,7 +453,8 @@ def handler(ctx) -> None:
 def harness(broker_url):
     suffix = uuid.uuid4().hex[:6]
     agent = f"fuzz-target-{suffix}"
-    responder = Responder(agent, handler, broker=broker_url, max_request_bytes=LIMIT, workers=8)
+    responder = Responder(agent, handler, broker=broker_url,
+                          options=ResponderOptions(max_request_bytes=LIMIT, workers=8))
     session = Session(ORG, UNIT, f"fuzzer-{suffix}", broker=broker_url)
     h = Harness(session, agent, f"$a2a/v1/reply/{ORG}/{UNIT}/fuzzer-{suffix}")
     session.subscribe(f"{h.reply_base}/#", handler=h.on_reply)

@@ -22,7 +22,7 @@ import pytest
 
 from a2a_nb.agents.recovery import RESTART_REASON
 from a2a_nb.agents.requester import Requester
-from a2a_nb.agents.responder import Responder
+from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import messages, pools, properties, topics
 from a2a_nb.protocol.retry import RetryProfile
@@ -57,7 +57,7 @@ def retained_cards(url: str, unit: str = "support", listen: float = 0.3) -> dict
 
 def test_cards_are_published_again_after_a_broker_restart_without_persistence(private_broker):
     url = private_broker.url
-    echo = Responder("echo", echo_handler, card=echo_card(), broker=url, inline=True)
+    echo = Responder("echo", echo_handler, card=echo_card(), broker=url, options=ResponderOptions(inline=True))
     desk = TicketDesk(broker=url)
     online = {"echo": ("online", "agent"), "ticket-desk": ("online", "agent")}
     assert retained_cards(url) == online

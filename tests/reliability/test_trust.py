@@ -20,7 +20,7 @@ import pytest
 
 from a2a_nb.agents.auth import LocalIssuer
 from a2a_nb.agents.requester import Requester
-from a2a_nb.agents.responder import Responder
+from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.agents.runtime import TaskRuntime
 from a2a_nb.agents.store import MemoryTaskStore, TaskRecord
 from a2a_nb.mqtt.session import Session, Subscription
@@ -117,7 +117,7 @@ def test_requests_naming_a_foreign_response_topic_are_dropped_and_never_run(brok
 def test_an_operator_can_allow_another_reply_prefix(broker_url, unit):
     agent = uid("echo")
     Responder(agent, lambda ctx: ctx.respond("ok"), unit=unit, broker=broker_url,
-              reply_namespaces=(f"$a2a/v1/reply/{ORG}/{unit}/", f"$a2a/v1/reply/{ORG}/partners/"))
+              options=ResponderOptions(reply_namespaces=(f"$a2a/v1/reply/{ORG}/{unit}/", f"$a2a/v1/reply/{ORG}/partners/")))
     got = []
     client = Session(ORG, unit, uid("partner"), broker=broker_url)
     client.subscribe(f"$a2a/v1/reply/{ORG}/partners/p1/x", handler=got.append)
@@ -252,7 +252,7 @@ def test_finished_tasks_leave_the_runtime_and_the_store_stays_bounded(broker_url
     agent = uid("echo")
     runtime = TaskRuntime(MemoryTaskStore(max_terminal=50))
     Responder(agent, lambda ctx: ctx.respond(f"echo: {ctx.text}"), unit=unit, broker=broker_url, runtime=runtime,
-              inline=True)
+              options=ResponderOptions(inline=True))
     with Requester(uid("coordinator"), unit=unit, broker=broker_url, retry=FAST) as req:
         for i in range(300):
             assert req.send(agent, f"n{i}").text == f"echo: n{i}"
@@ -300,7 +300,7 @@ def test_an_agent_closed_without_stop_ends_its_workers_and_says_offline(broker_u
     before = threading.active_count()
     agent = uid("echo")
     Responder(agent, lambda ctx: ctx.respond("ok"), unit=unit, broker=broker_url,
-              card=echo_card("acme", unit, agent), workers=8)
+              card=echo_card("acme", unit, agent), options=ResponderOptions(workers=8))
     assert threading.active_count() >= before + 8
     stop_all()
     assert wait_until(lambda: threading.active_count() <= before, 3), threading.enumerate()
