@@ -13,23 +13,27 @@ from __future__ import annotations
 import base64
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 
-def _parts_text(parts: list[dict]) -> str:
+def _same(value: Any) -> Any:
+    return value
+
+
+def _parts_text(parts: list[dict[str, Any]]) -> str:
     return "".join(p.get("text", "") for p in parts if "text" in p)
 
 
 class ArtifactSet:
     """The artifacts of one task, in first-seen order, built from artifact update events."""
 
-    def __init__(self, artifacts: Optional[list[dict]] = None, copy_in: bool = True):
-        self._by_id: dict[str, dict] = {}
+    def __init__(self, artifacts: Optional[list[dict[str, Any]]] = None, copy_in: bool = True):
+        self._by_id: dict[str, dict[str, Any]] = {}
         self._sealed: set[str] = set()
         for a in artifacts or []:
             self._by_id[a["artifactId"]] = copy.deepcopy(a) if copy_in else a
 
-    def apply(self, event: dict, copy_event: bool = True) -> dict:
+    def apply(self, event: dict[str, Any], copy_event: bool = True) -> dict[str, Any]:
         """Apply one ``TaskArtifactUpdateEvent`` and return the artifact as it is now.
 
         ``copy_event=False`` adopts the event's parts without copying them (the caller hands over
@@ -37,7 +41,7 @@ class ArtifactSet:
         art = event["artifact"]
         aid = art["artifactId"]
         current = self._by_id.get(aid)
-        clone = copy.deepcopy if copy_event else (lambda x: x)
+        clone: Callable[[Any], Any] = copy.deepcopy if copy_event else _same
         if event.get("append") and current is not None:
             current.setdefault("parts", []).extend(clone(art.get("parts", [])))
             for key in ("name", "description", "metadata"):
@@ -55,7 +59,7 @@ class ArtifactSet:
     def is_sealed(self, artifact_id: str) -> bool:
         return artifact_id in self._sealed
 
-    def get(self, artifact_id: str) -> Optional[dict]:
+    def get(self, artifact_id: str) -> Optional[dict[str, Any]]:
         return self._by_id.get(artifact_id)
 
     def text(self, artifact_id: str) -> str:
@@ -66,10 +70,10 @@ class ArtifactSet:
         art = self._by_id.get(artifact_id)
         return [p["data"] for p in art.get("parts", []) if "data" in p] if art else []
 
-    def as_list(self) -> list[dict]:
+    def as_list(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(a) for a in self._by_id.values()]
 
-    def shared_list(self) -> list[dict]:
+    def shared_list(self) -> list[dict[str, Any]]:
         """The artifacts themselves, not copies (the runtime's hot path: no O(parts) work per chunk)."""
         return list(self._by_id.values())
 
@@ -121,12 +125,12 @@ class BinaryArtifact:
 
     def data(self) -> bytes:
         """The whole artifact; raises ``ValueError`` while chunks are missing."""
-        if not self.complete:
+        if not self.complete or self.last_seqno is None:
             raise ValueError(f"artifact {self.artifact_id} is incomplete: missing chunks {self.missing[:10]}"
                              + ("" if self.last_seqno is not None else " and the last chunk"))
         return b"".join(self.chunks[n] for n in range(self.first_seqno, self.last_seqno + 1))
 
-    def as_artifact(self) -> dict:
+    def as_artifact(self) -> dict[str, Any]:
         """The assembled bytes as a v1.0 Artifact with one ``raw`` part."""
         part: dict[str, Any] = {"raw": base64.b64encode(self.data()).decode("ascii")}
         if self.content_type:

@@ -51,7 +51,7 @@ class Rejected:
 class Accepted:
     request_id: jsonrpc.RequestId
     method: str
-    params: dict
+    params: dict[str, Any]
     artifact_mode: str
 
 
@@ -150,9 +150,9 @@ def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Opt
     request_id = jsonrpc.request_id_of(msg.payload)
     if is_expired(msg, now):
         return Rejected(request_id, errors.request_expired("the request's Message Expiry Interval ran out before processing"))
-    problem = check_binding(msg, my_agent_id)
-    if problem is not None:
-        return Rejected(request_id, problem)
+    binding_problem = check_binding(msg, my_agent_id)
+    if binding_problem is not None:
+        return Rejected(request_id, binding_problem)
     try:
         req = jsonrpc.parse_request(msg.payload)
         method = jsonrpc.check_method(req["method"])
@@ -168,12 +168,12 @@ def _bad(detail: str) -> A2AError:
     return errors.invalid_params(detail)
 
 
-def _opt_int(params: dict, key: str, minimum: int = 0) -> None:
+def _opt_int(params: dict[str, Any], key: str, minimum: int = 0) -> None:
     if key in params and (not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] < minimum):
         raise _bad(f"'{key}' must be an integer >= {minimum}")
 
 
-def _task_id(params: dict, key: str = "id") -> str:
+def _task_id(params: dict[str, Any], key: str = "id") -> str:
     value = params.get(key)
     if not isinstance(value, str) or not value:
         raise _bad(f"'{key}' (the Task.id) is required and must be a string")
@@ -199,7 +199,7 @@ def check_part(part: Any, where: str) -> None:
         raise _bad(f"{where} has unknown fields {sorted(unknown)}")
 
 
-def check_message(message: Any) -> dict:
+def check_message(message: Any) -> dict[str, Any]:
     """A v1.0 Message as the MQTT binding needs it (Task.id present and UUIDv4)."""
     if not isinstance(message, dict):
         raise _bad("'message' is required and must be an object")
@@ -272,7 +272,7 @@ def check_params(method: str, params: Any) -> None:
 SEND_NEW, SEND_DUPLICATE, SEND_CONTINUE = "new", "duplicate", "continue"
 
 
-def classify_send(stored: Optional[dict], message: dict) -> str:
+def classify_send(stored: Optional[dict[str, Any]], message: dict[str, Any]) -> str:
     """What a SendMessage means for the task it names (Profile: Requester Retry 4, Multi-Turn).
 
     ``new``: no such task yet. ``duplicate``: a retry (same messageId seen, or the task is still
@@ -303,7 +303,7 @@ def visible_to(task_requester: Optional[str], caller: str) -> bool:
     return task_requester is None or task_requester == caller
 
 
-def check_cancel(stored: Optional[dict], task_id: str) -> dict:
+def check_cancel(stored: Optional[dict[str, Any]], task_id: str) -> dict[str, Any]:
     if stored is None:
         raise errors.task_not_found(task_id)
     if states.is_terminal(stored["status"]["state"]):
@@ -311,7 +311,7 @@ def check_cancel(stored: Optional[dict], task_id: str) -> dict:
     return stored
 
 
-def check_subscribe(stored: Optional[dict], task_id: str) -> dict:
+def check_subscribe(stored: Optional[dict[str, Any]], task_id: str) -> dict[str, Any]:
     if stored is None:
         raise errors.task_not_found(task_id)
     if states.is_terminal(stored["status"]["state"]):
@@ -319,7 +319,7 @@ def check_subscribe(stored: Optional[dict], task_id: str) -> dict:
     return stored
 
 
-def check_get(stored: Optional[dict], task_id: str) -> dict:
+def check_get(stored: Optional[dict[str, Any]], task_id: str) -> dict[str, Any]:
     if stored is None:
         raise errors.task_not_found(task_id)
     return stored

@@ -18,7 +18,7 @@ a requester that sends for days does not grow without end; a forgotten task need
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Any, Optional
 
 from .ids import validate_identifier
 from .topics import pool_topic, request_topic
@@ -33,19 +33,22 @@ class Address:
     agent: Optional[str] = None
     pool: Optional[str] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         validate_identifier(self.org, "org_id")
         validate_identifier(self.unit, "unit_id")
-        if (self.agent is None) == (self.pool is None):
+        if self.agent is not None and self.pool is None:
+            validate_identifier(self.agent, "agent_id")
+        elif self.pool is not None and self.agent is None:
+            validate_identifier(self.pool, "pool_id")
+        else:
             raise ValueError("an address names exactly one of agent or pool")
-        validate_identifier(self.agent or self.pool, "agent_id" if self.agent else "pool_id")
 
     @property
     def topic(self) -> str:
         """Where requests for this address are published (never ``$share/...``)."""
         if self.pool is not None:
             return pool_topic(self.org, self.unit, self.pool)
-        return request_topic(self.org, self.unit, self.agent)
+        return request_topic(self.org, self.unit, str(self.agent))
 
     @property
     def label(self) -> str:
@@ -148,7 +151,7 @@ class RoutingTable:
     def reroutes(self, task_id: Optional[str] = None) -> list[Reroute]:
         return [r for r in self.history if task_id is None or r.task_id == task_id]
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         """One row per task (for a DataFrame or a store)."""
         return [
             {"task_id": r.task_id, "card": str(r.card), "current": str(r.current),
@@ -156,7 +159,7 @@ class RoutingTable:
             for r in self.routes.values()
         ]
 
-    def history_rows(self) -> list[dict]:
+    def history_rows(self) -> list[dict[str, Any]]:
         return [{"at": h.at, "task_id": h.task_id, "from": str(h.from_), "to": str(h.to), "cause": h.cause,
                  "detail": h.detail} for h in self.history]
 

@@ -22,16 +22,14 @@ from .messages import stream_kind
 STREAM_SEQ = "a2a-stream-seq"
 
 
-def event_state(result: dict) -> Optional[str]:
+def event_state(result: dict[str, Any]) -> Optional[str]:
     """The task state an item carries (status update or task snapshot), else None."""
-    if "statusUpdate" in result:
-        return result["statusUpdate"].get("status", {}).get("state")
-    if "task" in result:
-        return result["task"].get("status", {}).get("state")
-    return None
+    body = result.get("statusUpdate") or result.get("task")
+    state = body.get("status", {}).get("state") if isinstance(body, dict) else None
+    return state if isinstance(state, str) else None
 
 
-def ends_stream(result: dict) -> bool:
+def ends_stream(result: dict[str, Any]) -> bool:
     """True for the item after which nothing more comes on this correlation."""
     if "message" in result:
         return True
@@ -43,12 +41,12 @@ def ends_stream(result: dict) -> bool:
 class StreamDeduper:
     """Per-correlation memory of the items already delivered."""
 
-    seen: set = field(default_factory=set)
-    artifact_chunks: dict = field(default_factory=dict)
+    seen: set[Any] = field(default_factory=set)
+    artifact_chunks: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
     duplicates: int = 0
 
-    def key(self, result: dict, seq: Optional[str]) -> Any:
+    def key(self, result: dict[str, Any], seq: Optional[str]) -> Any:
         if seq is not None:
             return ("seq", seq)
         kind = stream_kind(result)
@@ -61,7 +59,7 @@ class StreamDeduper:
         digest = hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return (kind, digest)
 
-    def accept(self, result: dict, seq: Optional[str] = None) -> bool:
+    def accept(self, result: dict[str, Any], seq: Optional[str] = None) -> bool:
         """True when ``result`` is new and the stream has not ended; records it."""
         if self.finished:
             self.duplicates += 1
