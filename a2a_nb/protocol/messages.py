@@ -428,6 +428,9 @@ def task_ids_of(payload: Any, props: dict) -> tuple[Optional[str], Optional[str]
     Task.id comes from ``params.message.taskId``, ``params.id``, ``result.task.id``, a Task
     ``result.id``, ``result.statusUpdate.taskId``, ``result.artifactUpdate.taskId``,
     ``result.message.taskId``, else the ``a2a-task-id`` user property (native binary chunks).
+    messageId comes from the Message a payload carries: ``params.message``, ``result.message``, or
+    the ``status.message`` of a status update (an agent's question when input is required); a
+    Task snapshot carries a whole history, so it names none.
     """
     tid = cid = mid = None
     if type(payload) is dict:
@@ -444,6 +447,9 @@ def task_ids_of(payload: Any, props: dict) -> tuple[Optional[str], Optional[str]
                 body = r.get("statusUpdate") or r.get("artifactUpdate")
                 if type(body) is dict:
                     tid, cid = body.get("taskId"), body.get("contextId")
+                    status = body.get("status")
+                    if type(status) is dict and type(status.get("message")) is dict:
+                        mid = status["message"].get("messageId")
                 elif type(r.get("task")) is dict:
                     tid, cid = r["task"].get("id"), r["task"].get("contextId")
                 elif type(r.get("message")) is dict:

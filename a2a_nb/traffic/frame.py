@@ -1,24 +1,27 @@
 """Recorded traffic as a pandas DataFrame: one row per MQTT message, A2A fields pulled out.
 
 ``load_traffic`` reads a recording (file path, ``Recorder`` or list of record dicts, see
-``recorder.py`` for the format) and names, for every message, what the profile says it is: its
-topic kind and identifiers (Profile: Topic Model), its Correlation Data and Response Topic
-(Request/Reply Mapping), the A2A method, Task.id / contextId / messageId (Request/Reply Mapping 6-8,
-Multi-Turn Conversation Patterns), the task state or stream event it carries (Streaming Reply
-Mapping), binding user properties (``a2a-responder-agent-id``: Optional Task Handover,
-``a2a-status``: Presence and Liveness), who sent it to whom, and the reply latency.
+``records.py`` for the format) and names, for every message, what the profile says it is. It
+builds the frame in four steps a learner can follow (and run one by one):
 
-Replies are joined to their request by Correlation Data: they inherit the request's ``method``,
-and its Task.id/contextId when they carry none (error replies), and get ``latency_s`` (time since
-that request) and ``request_i`` (the request's row).
-
-Built with plain Python loops over the record dicts and one column per list: a few hundred
-thousand messages per second, so a whole classroom's recording loads at once.
+1. ``recorded_frame``: the record's own fields, one row per message (records -> DataFrame);
+2. ``topic_frame``: what the topic says, read by ``protocol.topics.parse_topic`` (Profile: Topic
+   Model): ``kind`` and the identifiers;
+3. ``message_frame``: what the payload and the user properties say: the A2A method, Task.id /
+   contextId / messageId (``protocol.messages.task_ids_of``, Request/Reply Mapping 6-8,
+   Multi-Turn Conversation Patterns), the task state or stream event (Streaming Reply Mapping),
+   binding user properties (``a2a-responder-agent-id``: Optional Task Handover, ``a2a-status``:
+   Presence and Liveness), and who sent it to whom;
+4. ``pair_replies``: each reply joined to its request by Correlation Data (Request/Reply Mapping
+   3): the latest earlier request with that Correlation Data, else a later one (a reply recorded
+   before its request). A reply gets ``request_i`` (the request's row), ``latency_s`` (time since
+   that request), the request's ``method``, and its Task.id/contextId when it names none (error
+   replies).
 """
 from __future__ import annotations
 
-import gc
 import os
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Iterable, Optional, Union
 
@@ -26,9 +29,10 @@ import numpy as np
 import pandas as pd
 
 from ..protocol import properties as P
-from ..protocol.messages import task_ids_of  # noqa: F401  (re-exported: the rule lives in the core)
+from ..protocol.messages import task_ids_of
 from ..protocol.states import can_transition
 from ..protocol.topics import is_a2a_topic, parse_topic
+from .records import complete_record
 
 COLUMNS = (
     "i", "t", "dt", "topic", "kind", "org", "unit", "agent", "pool", "reply_suffix", "qos", "retain",
@@ -53,48 +57,16 @@ EVENTS = ("status", "artifact", "task", "message", "result", "error", "binary", 
 
 DISCOVERY = "discovery"
 EVENTS_LANE = "events"
+REQUEST_KINDS = ("request", "pool")
 
 Source = Union[str, os.PathLike, "pd.DataFrame", Iterable[dict]]
 
-
-def _topic_info(topic: str) -> tuple:
-    """(kind, org, unit, agent, pool, reply_suffix) for a topic; cached by the caller."""
-    try:
-        info = parse_topic(topic)
-    except (ValueError, TypeError):
-        return ("invalid", None, None, None, None, None)
-    if info is None:
-        return ("invalid" if is_a2a_topic(topic) else "other", None, None, None, None, None)
-    return (info.kind, info.org, info.unit, info.agent, info.pool, info.reply_suffix)
-
-
-def _records_of(source: Any) -> list[dict]:
-    if isinstance(source, (str, os.PathLike)):
-        from .records import read_records
-
-        return read_records(source)
-    recs = getattr(source, "records", None)
-    if recs is not None and not isinstance(source, (list, tuple)):
-        return list(recs)
-    return source if isinstance(source, list) else list(source)
-
-
-_DEFAULTS: dict[str, Any] = {"t": 0.0, "qos": 0, "retain": False, "correlation": None, "response_topic": None,
-                              "size": 0, "content_type": None, "payload_format": None, "message_expiry": None,
-                              "user_properties": None, "payload_json": None, "payload_b64": None}
-_RECORD_FIELDS = itemgetter("t", "topic", "qos", "retain", "correlation", "response_topic", "size", "content_type",
-                            "payload_format", "message_expiry", "user_properties", "payload_json", "payload_b64")
-
-
-def _normalized(k: int, rec: Any) -> dict:
-    if not isinstance(rec, dict) or "topic" not in rec:
-        raise ValueError(f"record {k} is not a recording record (a dict with at least 'topic'; see "
-                         f"a2a_nb/traffic/FORMAT.md): {str(rec)[:120]}")
-    return {**_DEFAULTS, **rec}
-
-
-_WANTED_PROPS = frozenset({P.RESPONDER_AGENT_ID, P.STATUS, P.STATUS_SOURCE, P.TASK_ID, P.CONTEXT_ID,
-                           P.ARTIFACT_ID, P.LAST_CHUNK, P.EVENT_TYPE})
+RECORD_COLUMNS = ("t", "topic", "qos", "retain", "correlation", "response_topic", "size", "content_type",
+                  "payload_format", "message_expiry", "user_properties", "payload_json", "payload_b64")
+TOPIC_COLUMNS = ("kind", "org", "unit", "agent", "pool", "reply_suffix")
+MESSAGE_COLUMNS = ("task_id", "context_id", "message_id", "method", "jsonrpc_id", "state", "event",
+                   "artifact_id", "append", "last_chunk", "error_code", "a2a_error", "responder_agent_id",
+                   "status", "status_source", "from_agent", "to_agent")
 
 
 def load_traffic(source: Source) -> pd.DataFrame:
@@ -108,227 +80,285 @@ def load_traffic(source: Source) -> pd.DataFrame:
     """
     if isinstance(source, pd.DataFrame):
         return source
-    records = _records_of(source)
-    # Building millions of small objects makes the cyclic GC walk all records again and again;
-    # nothing created here forms a cycle, so it is paused (and restored) around the build.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        df = _build(records)
-    finally:
-        if was_enabled:
-            gc.enable()
+    df = recorded_frame(_records_of(source))
+    df = pd.concat([df, topic_frame(df["topic"])], axis=1)
+    df = pd.concat([df, message_frame(df)], axis=1)
+    df = pair_replies(df)[list(COLUMNS)]
     df.attrs["source"] = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     return df
 
 
-def _build(records: list) -> pd.DataFrame:
-    n = len(records)
+def _records_of(source: Any) -> list[dict]:
+    """The record dicts of a file path, a ``Recorder`` (anything with ``.records``) or an iterable."""
+    if isinstance(source, (str, os.PathLike)):
+        from .records import read_records
 
-    # one pass over the records (each dict is touched once, while it is in the CPU cache)
+        return read_records(source)
+    recs = getattr(source, "records", None)
+    if recs is not None and not isinstance(source, (list, tuple)):
+        return list(recs)
+    return source if isinstance(source, list) else list(source)
+
+
+# -- 1. the recorded fields --------------------------------------------------------------------------
+
+_TYPED = {"t": "float64", "qos": "int64", "retain": "bool", "size": "int64"}
+"""Columns with a numeric dtype; every other column keeps Python values (None stays None)."""
+
+
+def recorded_frame(records: list) -> pd.DataFrame:
+    """The record fields of ``RECORD_COLUMNS`` plus ``i`` (the row) and ``dt`` (seconds since the first).
+
+    A hand-made record may leave keys out (``records.complete_record`` fills them, or says why
+    the record is no record).
+    """
     try:
-        rows = list(map(_RECORD_FIELDS, records))
+        columns = _columns_of(records)
     except (KeyError, TypeError):
-        rows = list(map(_RECORD_FIELDS, [_normalized(k, r) for k, r in enumerate(records)]))
-    tcache: dict[str, tuple] = {}
-    infos: list = [None] * n
-    (c_t, c_topic, c_qos, c_retain, c_corr, c_rtopic, c_size, c_ctype, c_pfi, c_exp, c_props, c_payload,
-     c_b64) = (list(map(itemgetter(k), rows)) for k in range(13))
-    del rows
+        columns = _columns_of([complete_record(k, r) for k, r in enumerate(records)])
+    df = _object_frame(columns).astype(_TYPED)
+    df.insert(0, "i", df.index.to_series().astype("int64"))
+    df.insert(2, "dt", df["t"] - (df["t"].iloc[0] if len(df) else 0.0))
+    return df
 
-    none = [None] * n
-    c_method, c_jid, c_tid, c_cid, c_mid = none[:], none[:], none[:], none[:], none[:]
-    c_state, c_event, c_aid, c_append, c_last = none[:], none[:], none[:], none[:], none[:]
-    c_ecode, c_aerr, c_resp, c_status, c_ssrc = none[:], none[:], none[:], none[:], none[:]
-    c_from, c_to, c_req = none[:], none[:], none[:]
-    c_lat = [float("nan")] * n
 
-    requests: dict[str, int] = {}  # correlation hex -> row of the latest request using it
-    replies: list[int] = []
-    wanted = _WANTED_PROPS
-    K_RESP, K_TASK_ID, K_CTX_ID = P.RESPONDER_AGENT_ID, P.TASK_ID, P.CONTEXT_ID
+def _columns_of(records: list[dict], block: int = 4096) -> dict[str, list]:
+    """``RECORD_COLUMNS`` as lists, read a block of records at a time (while the block is in the
+    CPU cache: one column after the other over all records would be twice as slow)."""
+    columns: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
+    for start in range(0, len(records), block):
+        chunk = records[start:start + block]
+        for name, values in columns.items():
+            values.extend(map(itemgetter(name), chunk))
+    return columns
 
-    for i, topic, p, raw_props in zip(range(n), c_topic, c_payload, c_props):
-        ti = tcache.get(topic)
-        if ti is None:
-            ti = tcache[topic] = _topic_info(topic)
-        infos[i] = ti
-        kind = ti[0]
-        props = None
-        if raw_props:
-            for kv in raw_props:
-                if kv[0] in wanted:
-                    if props is None:
-                        props = {}
-                    props[kv[0]] = kv[1]  # MQTT allows repeats: the last value wins
-            if props is not None:
-                c_resp[i] = props.get(K_RESP)
-                c_status[i] = props.get(P.STATUS)
-                c_ssrc[i] = props.get(P.STATUS_SOURCE)
 
-        tid = cid = mid = None
-        if kind == "reply":
-            replies.append(i)
-            corr = c_corr[i]
-            if corr is not None:
-                c_req[i] = requests.get(corr)  # the latest request with this correlation so far
-            c_to[i] = ti[3]
-            ev = None
-            if type(p) is dict:
-                c_jid[i] = p.get("id")
-                r = p.get("result")
-                if type(r) is dict:
-                    body = r.get("statusUpdate")
-                    if type(body) is dict:
-                        ev = "status"
-                        tid = body.get("taskId")
-                        cid = body.get("contextId")
-                        st = body.get("status")
-                        if type(st) is dict:
-                            c_state[i] = st.get("state")
-                            sm = st.get("message")
-                            if type(sm) is dict:
-                                mid = sm.get("messageId")
-                    else:
-                        body = r.get("artifactUpdate")
-                        if type(body) is dict:
-                            ev = "artifact"
-                            tid = body.get("taskId")
-                            cid = body.get("contextId")
-                            art = body.get("artifact")
-                            if type(art) is dict:
-                                c_aid[i] = art.get("artifactId")
-                            c_append[i] = body.get("append") is True
-                            c_last[i] = body.get("lastChunk") is True
-                        else:
-                            body = r.get("task")
-                            if type(body) is not dict and "status" in r and "id" in r:
-                                body = r  # GetTask / CancelTask answer with a bare Task
-                            if type(body) is dict:
-                                ev = "task"
-                                tid = body.get("id")
-                                cid = body.get("contextId")
-                                st = body.get("status")
-                                if type(st) is dict:
-                                    c_state[i] = st.get("state")
-                            else:
-                                body = r.get("message")
-                                if type(body) is dict:
-                                    ev = "message"
-                                    tid = body.get("taskId")
-                                    cid = body.get("contextId")
-                                    mid = body.get("messageId")
-                                else:
-                                    ev = "result"
-                elif "error" in p:
-                    ev = "error"
-                    err = p["error"]
-                    if type(err) is dict:
-                        c_ecode[i] = err.get("code")
-                        data = err.get("data")
-                        if type(data) is dict:
-                            c_aerr[i] = data.get("a2a_error")
-                elif "result" in p:
-                    ev = "result"
-            elif p is None and c_b64[i] and props is not None and (c_pfi[i] == 0 or P.EVENT_TYPE in props):
-                ev = "binary"
-                c_aid[i] = props.get(P.ARTIFACT_ID)
-                last = props.get(P.LAST_CHUNK)
-                if last is not None:
-                    c_last[i] = last == "true"
-            elif p is None and c_b64[i]:
-                ev = "binary"
-            c_event[i] = ev
-        elif kind == "request" or kind == "pool":
-            c_to[i] = ti[3] if kind == "request" else "pool:" + ti[4]
-            rtopic = c_rtopic[i]
-            if rtopic is not None:
-                ri = tcache.get(rtopic)
-                if ri is None:
-                    ri = tcache[rtopic] = _topic_info(rtopic)
-                c_from[i] = ri[3]
-            if type(p) is dict:
-                c_method[i] = p.get("method")
-                c_jid[i] = p.get("id")
-                params = p.get("params")
-                if type(params) is dict:
-                    m = params.get("message")
-                    if type(m) is dict:
-                        tid = m.get("taskId")
-                        cid = m.get("contextId")
-                        mid = m.get("messageId")
-                    else:
-                        tid = params.get("id")
-                        cid = params.get("contextId")
-            corr = c_corr[i]
-            if corr is not None:
-                requests[corr] = i
-        elif kind == "discovery":
-            c_from[i] = ti[3]
-            c_to[i] = DISCOVERY
-            if p is not None:
-                c_event[i] = "card"
-        elif kind == "event":
-            c_from[i] = ti[3]
-            c_to[i] = EVENTS_LANE
-        else:
-            continue
-        if tid is None and props is not None:
-            tid = props.get(K_TASK_ID)
-            if cid is None:
-                cid = props.get(K_CTX_ID)
-        c_tid[i] = tid
-        c_cid[i] = cid
-        c_mid[i] = mid
+def _object_frame(columns: dict[str, list]) -> pd.DataFrame:
+    """Lists of Python values as object columns, kept as they are (pandas would infer types: ints
+    with None would become floats with NaN, text a string dtype)."""
+    return pd.DataFrame({name: np.fromiter(values, dtype=object, count=len(values))
+                         for name, values in columns.items()}, dtype=object, copy=False)
 
-    # replies: join to their request by Correlation Data (the latest earlier request that used it;
-    # else a later one: a reply recorded before its request), inherit method, Task.id/contextId,
-    # measure latency
-    for i in replies:
-        q = c_req[i]
-        if q is None:
-            corr = c_corr[i]
-            q = requests.get(corr) if corr is not None else None
-            if q is None:
-                continue
-            c_req[i] = q
-        c_method[i] = c_method[q]
-        c_lat[i] = c_t[i] - c_t[q]
-        if c_from[i] is None:
-            c_from[i] = c_resp[i] if c_resp[i] is not None else c_to[q]
-        if c_tid[i] is None:
-            c_tid[i] = c_tid[q]
-            if c_cid[i] is None:
-                c_cid[i] = c_cid[q]
-    for i in replies:
-        if c_from[i] is None:
-            c_from[i] = c_resp[i]
 
-    c_kind, c_org, c_unit, c_agent, c_pool, c_suffix = (list(map(itemgetter(k), infos)) for k in range(6))
-    t = pd.Series(c_t, dtype="float64")
-    cols: dict[str, Any] = {
-        "i": pd.RangeIndex(n).to_series(index=pd.RangeIndex(n)).astype("int64"),
-        "t": t,
-        "dt": t - (c_t[0] if n else 0.0),
-        "topic": c_topic, "kind": c_kind, "org": c_org, "unit": c_unit, "agent": c_agent,
-        "pool": c_pool, "reply_suffix": c_suffix,
-        "qos": pd.Series(c_qos, dtype="int64"),
-        "retain": pd.Series(c_retain, dtype="bool"),
-        "correlation": c_corr, "response_topic": c_rtopic, "method": c_method, "jsonrpc_id": c_jid,
-        "task_id": c_tid, "context_id": c_cid, "message_id": c_mid, "state": c_state, "event": c_event,
-        "artifact_id": c_aid, "append": c_append, "last_chunk": c_last, "error_code": c_ecode,
-        "a2a_error": c_aerr, "responder_agent_id": c_resp, "status": c_status, "status_source": c_ssrc,
-        "from_agent": c_from, "to_agent": c_to,
-        "latency_s": pd.Series(c_lat, dtype="float64"),
-        "request_i": c_req,
-        "size": pd.Series(c_size, dtype="int64"),
-        "content_type": c_ctype, "payload_format": c_pfi, "message_expiry": c_exp,
-        "payload_json": c_payload, "payload_b64": c_b64, "user_properties": c_props,
-    }
-    for k, v in cols.items():
-        if isinstance(v, list):  # object columns: much faster than str inference or Series(list)
-            cols[k] = pd.Series(np.fromiter(v, dtype=object, count=n), dtype=object, copy=False)
-    return pd.DataFrame(cols, copy=False)
+def _rows_frame(rows: list[tuple], columns: tuple) -> pd.DataFrame:
+    """Tuples of Python values (one per row) as the object columns ``columns``.
+
+    Column by column with ``itemgetter``: ``zip(*rows)`` would make one iterator object per row,
+    and a few hundred thousand short-lived containers make Python's cyclic GC walk the whole
+    recording again.
+    """
+    return _object_frame({name: list(map(itemgetter(k), rows)) for k, name in enumerate(columns)})
+
+
+# -- 2. what the topic says --------------------------------------------------------------------------
+
+def topic_info(topic: Optional[str]) -> tuple:
+    """``TOPIC_COLUMNS`` of a topic: (kind, org, unit, agent, pool, reply_suffix) by the Topic Model."""
+    try:
+        info = parse_topic(topic)
+    except (ValueError, TypeError):
+        return ("invalid", None, None, None, None, None)
+    if info is None:
+        return ("invalid" if is_a2a_topic(topic) else "other", None, None, None, None, None)
+    return (info.kind, info.org, info.unit, info.agent, info.pool, info.reply_suffix)
+
+
+def topic_frame(topics: pd.Series) -> pd.DataFrame:
+    """``TOPIC_COLUMNS`` for each topic; each distinct topic is parsed once (``pd.factorize``)."""
+    codes, distinct = pd.factorize(topics, use_na_sentinel=False)
+    parsed = _rows_frame([topic_info(topic) for topic in distinct], TOPIC_COLUMNS)
+    return parsed.take(codes).set_axis(topics.index)
+
+
+# -- 3. what the payload and the user properties say ---------------------------------------------------
+
+A2A_KINDS = frozenset({"discovery", "request", "pool", "reply", "event"})
+ID_COLUMNS = ("task_id", "context_id", "message_id")
+PAYLOAD_COLUMNS = ("method", "jsonrpc_id", "state", "event", "artifact_id", "append", "last_chunk", "error_code",
+                   "a2a_error")
+BINDING_PROPERTIES = {"responder_agent_id": P.RESPONDER_AGENT_ID, "status": P.STATUS,
+                      "status_source": P.STATUS_SOURCE}
+"""Columns read from user properties: Optional Task Handover 2, Presence and Liveness 1."""
+
+
+def message_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``MESSAGE_COLUMNS`` for each row of a frame that has the recorded and topic columns.
+
+    Task.id / contextId / messageId come from ``protocol.messages.task_ids_of`` (payload first,
+    then the ``a2a-task-id`` / ``a2a-context-id`` user properties); a topic outside the profile
+    names none.
+    """
+    props = [P.as_dict(pairs) if pairs else _NO_PROPERTIES for pairs in df["user_properties"].tolist()]
+    described = list(map(_describe, df["kind"].tolist(), df["payload_json"].tolist(), props,
+                         df["payload_b64"].tolist(), df["payload_format"].tolist()))
+    columns = _split(described, ID_COLUMNS + PAYLOAD_COLUMNS)
+    for column, key in BINDING_PROPERTIES.items():
+        columns[column] = [p.get(key) for p in props]
+    from_agent, to_agent = _ends(df)
+    return _object_frame({**columns, "from_agent": from_agent, "to_agent": to_agent}).set_axis(df.index)
+
+
+_NO_PROPERTIES: dict[str, str] = {}
+_NO_IDS = (None, None, None)
+_NOTHING = (None,) * len(PAYLOAD_COLUMNS)
+_CARD = (None, None, None, "card", None, None, None, None, None)
+
+
+def _split(rows: list[tuple], columns: tuple) -> dict[str, list]:
+    """Tuples (one per row) as one list per column (``itemgetter``, not ``zip(*rows)``, see ``_rows_frame``)."""
+    return {name: list(map(itemgetter(k), rows)) for k, name in enumerate(columns)}
+
+
+def _ends(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(from_agent, to_agent) of each message; a reply's sender is set by ``pair_replies``.
+
+    A request goes from the agent of its Response Topic to the topic's agent, or to ``pool:{id}``
+    (Optional Pool Request Topic); a reply to the agent of its reply topic; a card from its agent
+    to ``discovery``; an event from its agent to ``events``.
+    """
+    kind, agent = df["kind"].to_numpy(), df["agent"].to_numpy()
+    from_agent, to_agent = np.full(len(df), None, dtype=object), np.full(len(df), None, dtype=object)
+
+    asking = (kind == "request") | (kind == "pool")
+    from_agent[asking] = [_sender(rt) for rt in df["response_topic"].to_numpy()[asking]]
+    publishing = (kind == "discovery") | (kind == "event")
+    from_agent[publishing] = agent[publishing]
+
+    addressed = (kind == "request") | (kind == "reply")
+    to_agent[addressed] = agent[addressed]
+    pooled = kind == "pool"
+    to_agent[pooled] = ["pool:" + pool for pool in df["pool"].to_numpy()[pooled]]
+    to_agent[kind == "discovery"] = DISCOVERY
+    to_agent[kind == "event"] = EVENTS_LANE
+    return from_agent, to_agent
+
+
+@lru_cache(maxsize=4096)
+def _sender(response_topic: Optional[str]) -> Optional[str]:
+    """The agent a Response Topic belongs to (``$a2a/v1/reply/{org}/{unit}/{agent}/...``)."""
+    return topic_info(response_topic)[3]
+
+
+def _describe(kind: str, payload: Any, props: dict, binary: Optional[str], pfi: Any) -> tuple:
+    """``ID_COLUMNS + PAYLOAD_COLUMNS`` of one message, by its kind (replies first: most messages are)."""
+    if kind == "reply":
+        return task_ids_of(payload, props) + _reply_fields(payload, props, binary, pfi)
+    if kind in REQUEST_KINDS:
+        return task_ids_of(payload, props) + _request_fields(payload)
+    if kind == "discovery":
+        return task_ids_of(payload, props) + (_NOTHING if payload is None else _CARD)
+    if kind == "event":
+        return task_ids_of(payload, props) + _NOTHING
+    return _NO_IDS + _NOTHING  # not a profile topic
+
+
+def _request_fields(payload: Any) -> tuple:
+    """``PAYLOAD_COLUMNS`` of a request: its JSON-RPC method and id."""
+    if type(payload) is not dict:
+        return _NOTHING
+    return (payload.get("method"), payload.get("id"), None, None, None, None, None, None, None)
+
+
+def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) -> tuple:
+    """``PAYLOAD_COLUMNS`` of a reply or stream item: which event it is and what it carries.
+
+    A JSON-RPC result is a status update, an artifact update, a Task (wrapped, or bare from
+    GetTask/CancelTask), a Message or another result (Streaming Reply Mapping 3-7); an error
+    reply has a code and maybe ``data.a2a_error`` (Binding-Specific Error Mapping 5); a non-JSON
+    payload is a native binary chunk (Optional MQTT Native Binary Artifact Mode 5-8).
+    """
+    if type(payload) is dict:
+        rid = payload.get("id")
+        result = payload.get("result")
+        if type(result) is dict:
+            return (None, rid) + _result_fields(result)
+        if "error" in payload:
+            code, marker = _error_fields(payload["error"])
+            return (None, rid, None, "error", None, None, None, code, marker)
+        return (None, rid, None, "result" if "result" in payload else None, None, None, None, None, None)
+    if payload is None and binary:
+        if pfi == 0 or P.EVENT_TYPE in props:
+            last = props.get(P.LAST_CHUNK)
+            return (None, None, None, "binary", props.get(P.ARTIFACT_ID), None,
+                    None if last is None else last == "true", None, None)
+        return (None, None, None, "binary", None, None, None, None, None)
+    return _NOTHING
+
+
+def _result_fields(result: dict) -> tuple:
+    """(state, event, artifact_id, append, last_chunk, error_code, a2a_error) of a JSON-RPC result."""
+    update = result.get("statusUpdate")
+    if type(update) is dict:
+        return (_state_of(update), "status", None, None, None, None, None)
+    update = result.get("artifactUpdate")
+    if type(update) is dict:
+        artifact = update.get("artifact")
+        aid = artifact.get("artifactId") if type(artifact) is dict else None
+        return (None, "artifact", aid, update.get("append") is True, update.get("lastChunk") is True, None, None)
+    task = result.get("task")
+    if type(task) is not dict and "status" in result and "id" in result:
+        task = result  # GetTask / CancelTask answer with a bare Task
+    if type(task) is dict:
+        return (_state_of(task), "task", None, None, None, None, None)
+    event = "message" if type(result.get("message")) is dict else "result"
+    return (None, event, None, None, None, None, None)
+
+
+def _state_of(body: dict) -> Optional[str]:
+    """``status.state`` of a Task or a status update."""
+    status = body.get("status")
+    return status.get("state") if type(status) is dict else None
+
+
+def _error_fields(error: Any) -> tuple:
+    """(code, data.a2a_error) of a JSON-RPC error object."""
+    if type(error) is not dict:
+        return (None, None)
+    data = error.get("data")
+    return (error.get("code"), data.get("a2a_error") if type(data) is dict else None)
+
+
+# -- 4. replies joined to their requests ---------------------------------------------------------------
+
+def pair_replies(df: pd.DataFrame) -> pd.DataFrame:
+    """Join each reply to its request by Correlation Data (Request/Reply Mapping 3).
+
+    ``pd.merge_asof`` finds the latest earlier request with the same Correlation Data; a reply
+    with none gets the last request that used it (a reply recorded before its request). The reply
+    then takes the request's ``method``, ``latency_s`` (time since the request), ``from_agent``
+    when no ``a2a-responder-agent-id`` names the responder (the agent the request addressed), and
+    its Task.id/contextId when it names no Task.id (error replies).
+    """
+    df = df.assign(request_i=None, latency_s=np.nan)
+    is_reply = df["kind"] == "reply"
+    requests = df.loc[df["kind"].isin(REQUEST_KINDS) & df["correlation"].notna(), ["i", "correlation"]]
+    replies = df.loc[is_reply & df["correlation"].notna(), ["i", "correlation"]]
+    if len(requests) and len(replies):
+        earlier = pd.merge_asof(replies, requests.rename(columns={"i": "request"}), left_on="i",
+                                right_on="request", by="correlation", direction="backward")
+        later = requests.drop_duplicates("correlation", keep="last").set_index("correlation")["i"]
+        found = earlier["request"].fillna(earlier["correlation"].map(later)).dropna().astype("int64")
+        rows, req = earlier.loc[found.index, "i"].to_numpy(), found.to_numpy()
+        _inherit(df, rows, req)
+    replies_from = is_reply & df["from_agent"].isna()
+    df.loc[replies_from, "from_agent"] = df.loc[replies_from, "responder_agent_id"]
+    return df
+
+
+def _inherit(df: pd.DataFrame, rows: np.ndarray, req: np.ndarray) -> None:
+    """Reply rows ``rows`` take what they inherit from their request rows ``req`` (in place)."""
+    col = df.columns.get_loc
+    df.iloc[rows, col("request_i")] = req.tolist()
+    df.iloc[rows, col("method")] = df["method"].to_numpy()[req]
+    df.iloc[rows, col("latency_s")] = df["t"].to_numpy()[rows] - df["t"].to_numpy()[req]
+    responder = df["responder_agent_id"].to_numpy()[rows]
+    addressed = df["to_agent"].to_numpy()[req]
+    df.iloc[rows, col("from_agent")] = np.where(pd.isna(responder), addressed, responder)
+    unnamed = pd.isna(df["task_id"].to_numpy()[rows])
+    rows, req = rows[unnamed], req[unnamed]
+    df.iloc[rows, col("task_id")] = df["task_id"].to_numpy()[req]
+    no_context = pd.isna(df["context_id"].to_numpy()[rows])
+    df.iloc[rows[no_context], col("context_id")] = df["context_id"].to_numpy()[req[no_context]]
 
 
 # -- views ------------------------------------------------------------------------------------------

@@ -1,16 +1,19 @@
 """load_traffic and its views on hand-made recordings."""
 from __future__ import annotations
 
+import gc
 import math
 import time
 
+import pandas as pd
 import pytest
 
-from a2a_nb.protocol import jsonrpc, states
+from a2a_nb.protocol import jsonrpc, messages, states
+from a2a_nb.protocol.messages import task_ids_of
 from a2a_nb.traffic.bench import synthetic_records
-from a2a_nb.traffic.frame import (COLUMNS, handovers, latency_view, load_traffic, routing_view, state_transitions,
-                                  task_ids_of)
-from a2a_nb.traffic.recorder import write_records
+from a2a_nb.traffic.frame import (COLUMNS, TOPIC_COLUMNS, handovers, latency_view, load_traffic, message_frame,
+                                  pair_replies, recorded_frame, routing_view, state_transitions, topic_frame)
+from a2a_nb.traffic.records import complete_record, write_records
 
 from ._traffic import C1, REPLY, T1, T2, Traffic, clean_conversation, uuid4
 
@@ -129,6 +132,69 @@ def test_task_ids_of_every_carrier():
     assert task_ids_of({"result": {"artifactUpdate": {"taskId": "a"}}}, {})[0] == "a"
     assert task_ids_of({"result": {"message": {"taskId": "a"}}}, {})[0] == "a"
     assert task_ids_of(None, {"a2a-task-id": "a", "a2a-context-id": "b"})[:2] == ("a", "b")
+
+
+def test_message_id_of_a_status_update_comes_from_the_core_rule():
+    """The frame names messageIds by ``protocol.messages.task_ids_of``: a status update's message
+    (an agent's question when input is required) has one; a Task snapshot carries a history, so none."""
+    question = messages.agent_message("which order number?", message_id="ask-1", task_id=T1, context_id=C1)
+    update = messages.stream_status(messages.status_update(T1, C1, messages.task_status(states.INPUT_REQUIRED,
+                                                                                         message=question)))
+    assert task_ids_of(jsonrpc.result_response("r", update), {}) == (T1, C1, "ask-1")
+    snapshot = messages.send_message_result(messages.task(T1, C1, messages.task_status(states.INPUT_REQUIRED,
+                                                                                        message=question)))
+    assert task_ids_of(jsonrpc.result_response("r", snapshot), {}) == (T1, C1, None)
+    tr = Traffic()
+    c, r = tr.send("ticket-desk", T1, C1, stream=True)
+    tr.result(c, r, update)
+    tr.result(c, r, snapshot)
+    df = load_traffic(tr.records)
+    assert list(df["event"][1:]) == ["status", "task"] and list(df["message_id"][1:]) == ["ask-1", None]
+
+
+def test_load_traffic_is_its_four_steps():
+    """recorded_frame -> topic_frame -> message_frame -> pair_replies, each runnable on its own."""
+    recs = clean_conversation().records
+    df = recorded_frame(recs)
+    assert list(df.columns[:3]) == ["i", "t", "dt"] and df["payload_format"].dtype == object
+    topics = topic_frame(df["topic"])
+    assert list(topics.columns) == list(TOPIC_COLUMNS) and topics["kind"][0] == "discovery"
+    df = pd.concat([df, topics], axis=1)
+    df = pd.concat([df, message_frame(df)], axis=1)
+    assert "request_i" not in df and df["to_agent"][1] == "ticket-desk"
+    pd.testing.assert_frame_equal(pair_replies(df)[list(COLUMNS)], load_traffic(recs))
+    assert gc.isenabled()
+
+
+def test_a_reused_correlation_pairs_each_reply_with_the_latest_earlier_request():
+    tr = Traffic()
+    tr.send("ticket-desk", T1, C1, corr="c1", rid="r1")
+    tr.add(REPLY, jsonrpc.result_response("r1", Traffic.task(T1, C1)), corr="c1")
+    tr.send("analyst-1", T2, uuid4(0xC2), corr="c1", rid="r2")
+    tr.error("c1", "r2", {"code": -32004, "message": "busy", "data": {"a2a_error": "responder_unavailable"}})
+    df = load_traffic(tr.records)
+    assert list(df["request_i"]) == [None, 0, None, 2]
+    assert (df["from_agent"][3], df["task_id"][3], df["method"][3]) == ("analyst-1", T2, "SendMessage")
+    assert df["error_code"][3] == -32004 and type(df["error_code"][3]) is int
+
+
+def test_the_record_format_has_its_own_module():
+    """frame and recorder both read records.py; neither imports the other at load time."""
+    import ast
+
+    import a2a_nb.traffic.frame as frame_mod
+    import a2a_nb.traffic.recorder as recorder_mod
+
+    def top_level_imports(mod) -> set:
+        tree = ast.parse(open(mod.__file__, encoding="utf-8").read())
+        return {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+
+    assert "recorder" not in top_level_imports(frame_mod) and "records" in top_level_imports(frame_mod)
+    assert "frame" not in top_level_imports(recorder_mod) and "records" in top_level_imports(recorder_mod)
+    assert "recorder" not in open(frame_mod.__file__, encoding="utf-8").read()
+    assert complete_record(0, {"topic": "x"})["payload_json"] is None
+    with pytest.raises(ValueError, match="record 3 is not a recording record"):
+        complete_record(3, ["topic"])
 
 
 def test_state_transitions_skip_repeats_and_stale_states():
