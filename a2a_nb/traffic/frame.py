@@ -133,7 +133,7 @@ def _columns_of(records: list[dict], block: int = 4096) -> dict[str, list]:
     return columns
 
 
-def _object_frame(columns: dict[str, list]) -> pd.DataFrame:
+def _object_frame(columns: dict[str, Any]) -> pd.DataFrame:
     """Lists of Python values as object columns, kept as they are (pandas would infer types: ints
     with None would become floats with NaN, text a string dtype)."""
     return pd.DataFrame({name: np.fromiter(values, dtype=object, count=len(values))
@@ -154,9 +154,11 @@ def _rows_frame(rows: list[tuple], columns: tuple) -> pd.DataFrame:
 
 def topic_info(topic: Optional[str]) -> tuple:
     """``TOPIC_COLUMNS`` of a topic: (kind, org, unit, agent, pool, reply_suffix) by the Topic Model."""
+    if not isinstance(topic, str):
+        return ("invalid", None, None, None, None, None)
     try:
         info = parse_topic(topic)
-    except (ValueError, TypeError):
+    except ValueError:
         return ("invalid", None, None, None, None, None)
     if info is None:
         return ("invalid" if is_a2a_topic(topic) else "other", None, None, None, None, None)

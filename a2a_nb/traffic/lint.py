@@ -3,8 +3,14 @@
 ``check_traffic(df)`` reads the DataFrame of ``load_traffic`` and returns one row per finding:
 ``rule``, ``level`` (MUST / SHOULD), ``section`` (the profile section, as headed in
 ``mqtt_transport.md``), ``i`` (the message's row) and ``explanation`` (what was seen, why it
-matters, what to change). ``RULES`` lists every rule. A recording only shows what crossed the
-broker, so rules about private state (for example "subscribe before publishing") are not checked.
+matters, what to change). A recording only shows what crossed the broker, so rules about private
+state (for example "subscribe before publishing") are not checked.
+
+Every rule is one small function below, registered with ``@rule(id, level, section, summary,
+kinds)``: it gets one ``Message`` (a row of the frame, linked to its request) and the ``Context``
+(what earlier messages did) and yields the explanation of each finding. ``RULES`` lists every
+rule in the order they are defined. ``check_traffic`` runs, for every message in recorded order,
+each rule that applies to its kind, then lets the context remember the message.
 
 Topic parsing, identifiers, errors, states and stream ends come from ``a2a_nb.protocol``; payloads
 are checked against the official A2A v1.0 types of ``a2a-sdk`` (``ParseDict`` + required fields).
@@ -16,9 +22,9 @@ import binascii
 import json
 import re
 import sys
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import pandas as pd
 
@@ -26,10 +32,11 @@ from ..protocol import errors as E
 from ..protocol import jsonrpc as J
 from ..protocol import properties as P
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4
+from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
 from ..protocol.streams import STREAM_SEQ, StreamDeduper, ends_stream
 from ..protocol.topics import parse_topic
-from .frame import Source, load_traffic, task_ids_of
+from .frame import REQUEST_KINDS, Source, load_traffic
 
 MUST, SHOULD = "MUST", "SHOULD"
 FINDING_COLUMNS = ["rule", "level", "section", "i", "explanation"]
@@ -43,55 +50,28 @@ class Rule:
     summary: str
 
 
-_RULES = [
-    Rule("identifiers", MUST, "Identifier Format",
-         "topic levels and a2a-responder-agent-id match ^[A-Za-z0-9_.-]+$ and follow the Topic Model"),
-    Rule("request-reply-path", MUST, "Request/Reply Mapping (MQTT v5) 2",
-         "every request sets Response Topic and Correlation Data"),
-    Rule("reply-topic-pattern", SHOULD, "Request/Reply Mapping (MQTT v5) 4",
-         "Response Topics follow $a2a/v1/reply/{org}/{unit}/{agent}/{reply_suffix}"),
-    Rule("reply-correlation", MUST, "Request/Reply Mapping (MQTT v5) 3",
-         "every reply and stream item echoes the Correlation Data of a request"),
-    Rule("reply-topic", MUST, "Request/Reply Mapping (MQTT v5) 3",
-         "replies go to the Response Topic of their request"),
-    Rule("jsonrpc-id", MUST, "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 3",
-         "a JSON-RPC response carries the id of its request"),
-    Rule("task-id-uuid4", MUST, "Request/Reply Mapping (MQTT v5) 6",
-         "SendMessage carries Message.taskId, a UUIDv4 made by the requester, from the task's first request"),
-    Rule("task-id-stable", MUST, "Request/Reply Mapping (MQTT v5) 7",
-         "replies and stream items echo the Task.id of their request"),
-    Rule("context-id", MUST, "Multi-Turn Conversation Patterns (Context Identifier Semantics 4, 7)",
-         "a2a-context-id matches Message.contextId; replies echo the requester's contextId"),
-    Rule("fresh-correlation", MUST, "Requester Retry and Timeout Profile 3",
-         "every publish (including retries) uses new Correlation Data"),
-    Rule("card-retained", MUST, "Discovery Topic", "Agent Cards are published retained"),
-    Rule("card-status", SHOULD, "Presence and Liveness 1",
-         "Agent Cards carry a2a-status online/offline (and a2a-status-source)"),
-    Rule("not-retained", SHOULD, "Request/Reply Mapping (MQTT v5)",
-         "requests, replies and events are not retained (only cards and pool members' presence are)"),
-    Rule("qos1", SHOULD, "QoS Guidance 1",
-         "requests and replies use QoS 1 (cards: not QoS 0); QoS 0 loses the PUBACK reason code"),
-    Rule("after-stream-final", MUST, "Streaming Reply Mapping (SendStreamingMessage) 5-7",
-         "nothing follows a stream-final item (terminal/interrupted state, Message, error) on a correlation"),
-    Rule("stream-order", SHOULD, "Streaming Reply Mapping (SendStreamingMessage) 5-7",
-         "items of one correlation come from one publisher, so they cannot arrive after its final item"),
-    Rule("follow-latest-responder", MUST, "Optional Task Handover 3-4",
-         "follow-ups for a task go to the latest a2a-responder-agent-id (fallback to the card agent only "
-         "after the new agent went silent)"),
-    Rule("pooled-responder-id", MUST, "Optional Shared Subscription Dispatch 10",
-         "replies to pooled requests carry a2a-responder-agent-id"),
-    Rule("binding-error", MUST, "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 5",
-         "-32003/-32004/-32005 binding errors carry the matching error.data.a2a_error"),
-    Rule("binary-chunk", MUST, "Optional MQTT Native Binary Artifact Mode 5-8",
-         "binary chunks only when requested, with Payload Format Indicator 0 and their five user properties"),
-    Rule("no-bearer-echo", MUST, "Responder Behavior (Interop) 8",
-         "no a2a-authorization property or 'Bearer ' token in replies, events or cards"),
-    Rule("a2a-schema", MUST, "A2A v1.0 data structures (Profile: A2A base specification)",
-         "request params, results and errors are valid A2A v1.0 JSON-RPC (checked with a2a-sdk)"),
-    Rule("card-schema", SHOULD, "Agent Card Requirements 1", "card payloads are valid A2A v1.0 AgentCards"),
-]
-RULES: dict[str, Rule] = {r.id: r for r in _RULES}
-"""Every rule by id."""
+RULES: dict[str, Rule] = {}
+"""Every rule by id, in the order they are defined below."""
+
+Check = Callable[["Message", "Context"], Iterable[Union[str, tuple[str, str]]]]
+_CHECKS: list[tuple[Rule, frozenset, Check]] = []
+
+ALL_KINDS = ("discovery", "request", "pool", "reply", "event", "other", "invalid")
+
+
+def rule(id: str, level: str, section: str, summary: str, kinds: Iterable[str] = ALL_KINDS):
+    """Register a check function as the rule ``id`` for messages of ``kinds``.
+
+    The function yields one explanation per finding (or ``(level, explanation)`` when one finding
+    is weaker than the rule, e.g. a SHOULD of a MUST rule).
+    """
+    def register(check: Check) -> Check:
+        r = Rule(id, level, section, summary)
+        RULES[id] = r
+        _CHECKS.append((r, frozenset(kinds), check))
+        return check
+    return register
+
 
 _BEARER_RE = re.compile(r"Bearer\s+[A-Za-z0-9\-._~+/]+=*")
 _CHUNK_PROPS = (P.EVENT_TYPE, P.TASK_ID, P.ARTIFACT_ID, P.CHUNK_SEQNO, P.LAST_CHUNK)
@@ -231,16 +211,517 @@ def validate_payload(kind: str, payload: Any) -> Optional[str]:
     return problem
 
 
-# -- the checks -------------------------------------------------------------------------------------
+# -- what a check sees --------------------------------------------------------------------------------
 
-def _props(raw: Any) -> dict[str, str]:
-    return {k: v for k, v in raw} if raw else {}
+@dataclass(eq=False)
+class Message:
+    """One recorded message as the checks read it: a row of ``load_traffic`` plus its request."""
+
+    i: int
+    kind: str
+    topic: str
+    qos: int
+    retain: bool
+    correlation: Optional[str]
+    response_topic: Optional[str]
+    method: Optional[str]
+    task_id: Optional[str]
+    event: Optional[str]
+    from_agent: Optional[str]
+    to_agent: Optional[str]
+    request_i: Optional[int]
+    payload: Any                    # payload_json
+    props: dict[str, str]           # user properties, last value wins (properties.as_dict)
+    binary: Optional[str]           # payload_b64
+    payload_format: Optional[int]
+    request: Optional["Message"] = None  # a reply's request (joined by Correlation Data)
+
+    @cached_property
+    def item_key(self) -> Any:
+        """What identifies a stream item across duplicate deliveries (Error Handling and
+        Deduplication 2): ``a2a-stream-seq`` when present, else the item's identity as the kit's
+        requester computes it."""
+        seq = self.props.get(STREAM_SEQ)
+        if seq is not None:
+            return ("seq", seq)
+        p = self.payload
+        if isinstance(p, dict) and isinstance(p.get("result"), dict):
+            try:
+                return StreamDeduper().key(p["result"], None)
+            except (KeyError, ValueError, TypeError, AttributeError):
+                pass
+        return json.dumps(p, sort_keys=True) if p is not None else ("raw", self.binary)
+
+    @property
+    def ends_its_stream(self) -> bool:
+        """Is this reply the last item on its correlation (Streaming Reply Mapping 5-7)? An error,
+        any answer to a non-streaming request, or a terminal/interrupted state or Message."""
+        p = self.payload
+        if type(p) is not dict or self.request is None:
+            return False
+        if "error" in p or self.request.method not in J.STREAMING_METHODS:
+            return True
+        return isinstance(p.get("result"), dict) and ends_stream(p["result"])
+
+
+_MESSAGE_COLUMNS = ("i", "kind", "topic", "qos", "retain", "correlation", "response_topic", "method", "task_id",
+                    "event", "from_agent", "to_agent", "request_i", "payload_json")
+
+
+def messages_of(df: pd.DataFrame) -> list[Message]:
+    """The rows of a traffic frame as ``Message`` objects, each reply linked to its request."""
+    props = [P.as_dict(pairs) if pairs else {} for pairs in df["user_properties"]]
+    binary = df["payload_b64"] if "payload_b64" in df else [None] * len(df)
+    out = [Message(*values) for values in zip(*(df[c] for c in _MESSAGE_COLUMNS), props, binary,
+                                                df["payload_format"])]
+    by_i = {m.i: m for m in out}
+    for m in out:
+        if m.request_i is not None:
+            m.request = by_i.get(m.request_i)
+    return out
+
+
+@dataclass
+class Context:
+    """What the checks know besides the message: the options, and what earlier messages did.
+
+    ``remember`` updates it after every rule has seen a message, so a rule always reads the
+    recording as it was before that message.
+    """
+
+    schema: bool                    # check payloads with a2a-sdk
+    answered: set[int]              # request rows that got at least one reply (the whole recording)
+    correlations: dict[str, int] = field(default_factory=dict)   # Correlation Data -> first request row
+    task_starts: dict[str, int] = field(default_factory=dict)    # Task.id -> its first request row
+    task_targets: dict[str, Optional[str]] = field(default_factory=dict)  # Task.id -> where that request went
+    responders: dict[str, tuple[int, str]] = field(default_factory=dict)  # Task.id -> latest (row, responder id)
+    unanswered: dict[str, list[tuple[int, Optional[str]]]] = field(default_factory=dict)  # Task.id -> [(row, target)]
+    stream_ends: dict[int, tuple[int, Any]] = field(default_factory=dict)  # request row -> (row, publisher)
+    items: dict[int, set] = field(default_factory=dict)         # request row -> item keys seen
+
+    def remember(self, m: Message) -> None:
+        if m.kind in REQUEST_KINDS:
+            if m.correlation is not None:
+                self.correlations.setdefault(m.correlation, m.i)
+            if type(m.payload) is dict and m.task_id is not None:
+                self.task_starts.setdefault(m.task_id, m.i)
+                self.task_targets.setdefault(m.task_id, m.to_agent)
+                if m.i not in self.answered:
+                    self.unanswered.setdefault(m.task_id, []).append((m.i, m.to_agent))
+        elif m.kind == "reply":
+            responder = m.props.get(P.RESPONDER_AGENT_ID)
+            if responder is not None and m.task_id is not None:
+                self.responders[m.task_id] = (m.i, responder)
+            if m.request is not None:
+                self.items.setdefault(m.request.i, set()).add(m.item_key)
+                if m.request.i not in self.stream_ends and m.ends_its_stream:
+                    self.stream_ends[m.request.i] = (m.i, m.from_agent)
+
+    def after_final_item(self, m: Message) -> Optional[tuple[int, Any]]:
+        """(row, publisher) of the stream-final item that this reply follows on its correlation,
+        unless this reply is a duplicate delivery of an item already seen."""
+        if m.request is None:
+            return None
+        end = self.stream_ends.get(m.request.i)
+        if end is None or m.item_key in self.items.get(m.request.i, ()):
+            return None
+        return end
 
 
 def _short(corr: Any) -> str:
     s = str(corr)
     return s if len(s) <= 12 else s[:12] + "…"
 
+
+def _params_message(payload: Any) -> Optional[dict]:
+    """``params.message`` of a JSON-RPC request payload, if it has one."""
+    params = payload.get("params") if type(payload) is dict else None
+    msg = params.get("message") if isinstance(params, dict) else None
+    return msg if isinstance(msg, dict) else None
+
+
+def _send_message(m: Message) -> Optional[dict]:
+    """The Message of a SendMessage / SendStreamingMessage request, if any."""
+    return _params_message(m.payload) if m.method in _SEND_METHODS else None
+
+
+# -- the rules (in the order of RULES) ----------------------------------------------------------------
+
+@rule("identifiers", MUST, "Identifier Format",
+      "topic levels and a2a-responder-agent-id match ^[A-Za-z0-9_.-]+$ and follow the Topic Model")
+def identifiers(m: Message, ctx: Context) -> Iterator[str]:
+    if m.kind == "invalid":
+        try:
+            parse_topic(m.topic)
+            why = "it does not follow the Topic Model"
+        except ValueError as exc:
+            why = str(exc)
+        yield f"topic {m.topic!r} is not a valid profile topic: {why}"
+    responder = m.props.get(P.RESPONDER_AGENT_ID)
+    if responder is not None and not IDENTIFIER_RE.fullmatch(responder):
+        yield (f"a2a-responder-agent-id {responder!r} is not a valid agent_id "
+               "(letters, digits, '_', '.', '-' only): requesters cannot route to it")
+    if m.kind in REQUEST_KINDS and m.response_topic is not None:
+        try:
+            parse_topic(m.response_topic)
+        except ValueError as exc:
+            yield f"Response Topic {m.response_topic!r} is malformed: {exc}"
+
+
+@rule("request-reply-path", MUST, "Request/Reply Mapping (MQTT v5) 2",
+      "every request sets Response Topic and Correlation Data", kinds=REQUEST_KINDS)
+def request_reply_path(m: Message, ctx: Context) -> Iterator[str]:
+    missing = [name for name, value in (("Response Topic", m.response_topic), ("Correlation Data", m.correlation))
+               if value is None]
+    if missing:
+        yield (f"request to {m.to_agent} has no {' and '.join(missing)}: the responder has no reply path "
+               "and should reject or drop it; set both on every request")
+
+
+@rule("reply-topic-pattern", SHOULD, "Request/Reply Mapping (MQTT v5) 4",
+      "Response Topics follow $a2a/v1/reply/{org}/{unit}/{agent}/{reply_suffix}", kinds=REQUEST_KINDS)
+def reply_topic_pattern(m: Message, ctx: Context) -> Iterator[str]:
+    if m.response_topic is None:
+        return
+    try:
+        info = parse_topic(m.response_topic)
+    except ValueError:
+        return  # malformed: an identifiers finding
+    if info is None or info.kind != "reply":
+        yield (f"Response Topic {m.response_topic!r} is not $a2a/v1/reply/{{org}}/{{unit}}/"
+               "{agent}/{reply_suffix}: recorders and ACLs expect that pattern")
+
+
+@rule("reply-correlation", MUST, "Request/Reply Mapping (MQTT v5) 3",
+      "every reply and stream item echoes the Correlation Data of a request", kinds=("reply",))
+def reply_correlation(m: Message, ctx: Context) -> Iterator[str]:
+    if m.correlation is None:
+        yield (f"reply on {m.topic} has no Correlation Data: requesters must ignore it as "
+               "a protocol error; echo the request's Correlation Data unchanged")
+    elif m.request is None:
+        yield (f"reply on {m.topic} carries Correlation Data {_short(m.correlation)} that no recorded "
+               "request used: the requester will drop it (Requester Behavior 5); echo the "
+               "request's Correlation Data unchanged (or the request was not recorded)")
+
+
+@rule("reply-topic", MUST, "Request/Reply Mapping (MQTT v5) 3",
+      "replies go to the Response Topic of their request", kinds=("reply",))
+def reply_topic(m: Message, ctx: Context) -> Iterator[str]:
+    req = m.request
+    if req is not None and m.topic != req.response_topic:
+        yield (f"reply published on {m.topic} but its request (row {req.i}) asked for "
+               f"{req.response_topic}: publish replies to the request's Response Topic")
+
+
+@rule("jsonrpc-id", MUST, "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 3",
+      "a JSON-RPC response carries the id of its request", kinds=("reply",))
+def jsonrpc_id(m: Message, ctx: Context) -> Iterator[str]:
+    p, req = m.payload, m.request
+    if req is None or type(p) is not dict:
+        return
+    req_p = req.payload if type(req.payload) is dict else {}
+    rid = p.get("id")
+    if "id" in req_p and not (rid is None and "error" in p) and rid != req_p.get("id"):
+        yield (f"response id {rid!r} differs from its request's id {req_p.get('id')!r} "
+               "(JSON-RPC 2.0: a response carries its request's id)")
+
+
+@rule("task-id-uuid4", MUST, "Request/Reply Mapping (MQTT v5) 6",
+      "SendMessage carries Message.taskId, a UUIDv4 made by the requester, from the task's first request",
+      kinds=REQUEST_KINDS)
+def task_id_uuid4(m: Message, ctx: Context) -> Iterator[str]:
+    msg = _send_message(m)
+    if msg is None:
+        return
+    tid = msg.get("taskId")
+    if tid is None:
+        yield (f"{m.method} without Message.taskId: over MQTT the requester creates Task.id "
+               "(a UUIDv4) before the first publish so retries cannot duplicate the task; "
+               "responders must reject this request")
+    elif tid not in ctx.task_starts and not is_uuid4(tid):
+        yield (f"the first {m.method} of task {tid!r} does not carry a UUIDv4 Task.id; "
+               "generate it with uuid.uuid4() (IdSource.task_id())")
+
+
+@rule("task-id-stable", MUST, "Request/Reply Mapping (MQTT v5) 7",
+      "replies and stream items echo the Task.id of their request", kinds=("reply",))
+def task_id_stable(m: Message, ctx: Context) -> Iterator[str]:
+    if m.request is None or type(m.payload) is not dict:
+        return
+    own = task_ids_of(m.payload, m.props)[0]
+    asked = m.request.task_id
+    if own is not None and asked is not None and own != asked:
+        yield (f"reply names Task.id {own!r} but its request was for task {asked!r}: "
+               "responders must use the requester's Task.id in every reply and stream item")
+
+
+@rule("context-id", MUST, "Multi-Turn Conversation Patterns (Context Identifier Semantics 4, 7)",
+      "a2a-context-id matches Message.contextId; replies echo the requester's contextId",
+      kinds=("request", "pool", "reply"))
+def context_id(m: Message, ctx: Context) -> Iterator[str]:
+    if m.kind in REQUEST_KINDS:
+        msg = _send_message(m)
+        prop = m.props.get(P.CONTEXT_ID)
+        if msg is not None and prop is not None and msg.get("contextId") is not None and prop != msg["contextId"]:
+            yield (f"a2a-context-id {prop!r} differs from Message.contextId "
+                   f"{msg.get('contextId')!r}; both must match (the payload is authoritative)")
+        return
+    if m.request is None or type(m.payload) is not dict:
+        return
+    own = task_ids_of(m.payload, m.props)[1]
+    asked = _params_message(m.request.payload)
+    sent = asked.get("contextId") if asked is not None else None
+    if sent and own and own != sent:
+        yield (f"reply has contextId {own!r}, the request sent {sent!r}: "
+               "responders must echo the requester's contextId")
+
+
+@rule("fresh-correlation", MUST, "Requester Retry and Timeout Profile 3",
+      "every publish (including retries) uses new Correlation Data", kinds=REQUEST_KINDS)
+def fresh_correlation(m: Message, ctx: Context) -> Iterator[str]:
+    first = ctx.correlations.get(m.correlation) if m.correlation is not None else None
+    if first is not None:
+        yield (f"Correlation Data {_short(m.correlation)} was already used by the request at row "
+               f"{first}: generate new Correlation Data for every publish, retries "
+               "included (Requester Behavior 2), or replies cannot be told apart")
+
+
+@rule("card-retained", MUST, "Discovery Topic", "Agent Cards are published retained", kinds=("discovery",))
+def card_retained(m: Message, ctx: Context) -> Iterator[str]:
+    if not m.retain:
+        yield (f"the card on {m.topic} was published without the retain flag: "
+               "subscribers that connect later will never see it; publish cards retained")
+
+
+def _is_card(m: Message) -> bool:
+    """A discovery message with a card in it (an empty payload deletes a retained card)."""
+    return m.payload is not None or bool(m.binary)
+
+
+@rule("card-status", SHOULD, "Presence and Liveness 1",
+      "Agent Cards carry a2a-status online/offline (and a2a-status-source)", kinds=("discovery",))
+def card_status(m: Message, ctx: Context) -> Iterator[str]:
+    if not _is_card(m):
+        return
+    status = m.props.get(P.STATUS)
+    if status is None:
+        yield ("the card has no a2a-status user property: subscribers cannot tell a live "
+               "agent from a stale card; add a2a-status=online (and a2a-status-source=agent)")
+    elif status not in P.STATUSES:
+        yield f"a2a-status is {status!r}; the profile defines 'online' and 'offline'"
+
+
+@rule("not-retained", SHOULD, "Request/Reply Mapping (MQTT v5)",
+      "requests, replies and events are not retained (only cards and pool members' presence are)",
+      kinds=("request", "pool", "reply", "event"))
+def not_retained(m: Message, ctx: Context) -> Iterator[str]:
+    presence = m.kind == "event" and m.props.get(P.EVENT_TYPE) == PRESENCE_EVENT  # a pool member's, retained
+    if m.retain and not presence:
+        yield (f"this {m.kind} was published retained: the broker will replay it to every "
+               "future subscriber (a stale request can be executed again); publish with retain=False")
+
+
+@rule("qos1", SHOULD, "QoS Guidance 1",
+      "requests and replies use QoS 1 (cards: not QoS 0); QoS 0 loses the PUBACK reason code",
+      kinds=("request", "pool", "reply", "discovery"))
+def qos1(m: Message, ctx: Context) -> Iterator[str]:
+    if m.kind == "discovery":
+        if _is_card(m) and m.qos == 0:
+            yield "the card was published with QoS 0; register with QoS 1 (Discovery Publisher Behavior 1)"
+    elif m.qos != 1:
+        what, where = (f"request to {m.to_agent}", "Request/Reply Mapping 1") if m.kind in REQUEST_KINDS else \
+            ("reply", "Request/Reply Mapping 3, Streaming Reply Mapping 4")
+        yield f"{what} published with QoS {m.qos}: " + _QOS_WHY[m.qos == 0] + f" ({where})"
+
+
+@rule("after-stream-final", MUST, "Streaming Reply Mapping (SendStreamingMessage) 5-7",
+      "nothing follows a stream-final item (terminal/interrupted state, Message, error) on a correlation",
+      kinds=("reply",))
+def after_stream_final(m: Message, ctx: Context) -> Iterator[str]:
+    end = ctx.after_final_item(m)
+    if end is not None and end[1] == m.from_agent:
+        yield (f"{m.event or 'item'} after the stream-final item at row {end[0]} on "
+               f"correlation {_short(m.correlation)}: the requester has already closed that "
+               "correlation; stop publishing after a terminal or interrupted state")
+
+
+@rule("stream-order", SHOULD, "Streaming Reply Mapping (SendStreamingMessage) 5-7",
+      "items of one correlation come from one publisher, so they cannot arrive after its final item",
+      kinds=("reply",))
+def stream_order(m: Message, ctx: Context) -> Iterator[str]:
+    end = ctx.after_final_item(m)
+    if end is not None and end[1] != m.from_agent:
+        yield (f"{m.event or 'item'} from {m.from_agent} arrived after the stream-final item "
+               f"from {end[1]} (row {end[0]}) on correlation {_short(m.correlation)}: MQTT orders messages "
+               "per publisher only, so the requester drops it; publish all items of one stream "
+               "from the same client")
+
+
+@rule("follow-latest-responder", MUST, "Optional Task Handover 3-4",
+      "follow-ups for a task go to the latest a2a-responder-agent-id (fallback to the card agent only "
+      "after the new agent went silent)", kinds=REQUEST_KINDS)
+def follow_latest_responder(m: Message, ctx: Context) -> Iterator[str]:
+    task, target = m.task_id, m.to_agent
+    if type(m.payload) is not dict or task is None or task not in ctx.task_starts or target is None:
+        return
+    latest = ctx.responders.get(task)
+    expected = latest[1] if latest is not None else ctx.task_targets[task]
+    if target == expected:
+        return
+    went_silent = [j for (j, agent) in ctx.unanswered.get(task, ()) if agent == expected and j < m.i]
+    if target == ctx.task_targets[task] and went_silent:
+        return  # fallback to the card agent after the new agent went silent: allowed
+    if latest is not None:
+        yield (f"{m.method} for task {_short(task)} went to {target}, but the reply at row {latest[0]} named "
+               f"a2a-responder-agent-id={latest[1]}: requesters must honor the most recent responder id "
+               "(fall back to the card agent only after that agent stops answering)")
+    else:
+        yield (f"{m.method} for task {_short(task)} went to {target}, but no reply named a new responder: "
+               f"follow-ups belong to {expected}, where the task started")
+
+
+@rule("pooled-responder-id", MUST, "Optional Shared Subscription Dispatch 10",
+      "replies to pooled requests carry a2a-responder-agent-id", kinds=("reply",))
+def pooled_responder_id(m: Message, ctx: Context) -> Iterator[str]:
+    req = m.request
+    if req is not None and req.kind == "pool" and m.props.get(P.RESPONDER_AGENT_ID) is None:
+        yield (f"reply to a pooled request (row {req.i}, {req.to_agent}) without "
+               "a2a-responder-agent-id: the requester cannot learn which pool member owns the "
+               "task and must treat the reply as a protocol error")
+
+
+@rule("binding-error", MUST, "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 5",
+      "-32003/-32004/-32005 binding errors carry the matching error.data.a2a_error", kinds=("reply",))
+def binding_error(m: Message, ctx: Context) -> Iterator[Union[str, tuple[str, str]]]:
+    p = m.payload
+    if m.request is None or type(p) is not dict or not isinstance(p.get("error"), dict):
+        return
+    err = p["error"]
+    data = err.get("data")
+    marker = data.get("a2a_error") if isinstance(data, dict) else None
+    code = err.get("code")
+    if marker is None:
+        return
+    want = E.BINDING_NAMES.get(code) if isinstance(code, int) else None
+    if want is None:
+        yield SHOULD, (f"error {code!r} carries data.a2a_error={marker!r}, but the marker only "
+                       "belongs to the binding's -32003/-32004/-32005; drop it or use the binding code")
+    elif marker != want:
+        yield (f"binding error {code} must carry data.a2a_error={want!r}, not {marker!r}: "
+               "requesters decide on retries by this marker")
+
+
+def _is_binary_chunk(m: Message) -> bool:
+    return m.payload is None and m.binary is not None
+
+
+@rule("binary-chunk", MUST, "Optional MQTT Native Binary Artifact Mode 5-8",
+      "binary chunks only when requested, with Payload Format Indicator 0 and their five user properties",
+      kinds=("reply",))
+def binary_chunk(m: Message, ctx: Context) -> Iterator[str]:
+    if m.request is None or not _is_binary_chunk(m):
+        return
+    if m.request.props.get(P.ARTIFACT_MODE) != P.MODE_BINARY:
+        yield ("a non-JSON reply, but the request did not ask for a2a-artifact-mode=binary: "
+               "without it responders must use JSON mode (base64 'raw' parts)")
+    if m.payload_format != 0:
+        yield ("a binary artifact chunk must set Payload Format Indicator 0 (unspecified bytes); "
+               f"it has {m.payload_format!r}")
+    missing = [k for k in _CHUNK_PROPS if k not in m.props]
+    if missing:
+        yield (f"binary artifact chunk without {', '.join(missing)}: the requester cannot "
+               "place or de-duplicate the chunk")
+
+
+@rule("no-bearer-echo", MUST, "Responder Behavior (Interop) 8",
+      "no a2a-authorization property or 'Bearer ' token in replies, events or cards",
+      kinds=("reply", "event", "discovery"))
+def no_bearer_echo(m: Message, ctx: Context) -> Iterator[str]:
+    keys = [k for k in m.props if k.lower() == P.AUTHORIZATION]
+    if keys:
+        yield (f"this {m.kind} carries the user property {keys[0]!r}: responders must never "
+               "echo bearer tokens (also OAuth 2.0 and OIDC over MQTT User Properties 6); "
+               "build reply properties from scratch instead of copying the request's")
+    text = json.dumps(m.payload) if m.payload is not None else ""
+    values = " ".join(v for k, v in m.props.items() if k.lower() != P.AUTHORIZATION)
+    if _BEARER_RE.search(text) or _BEARER_RE.search(values):
+        yield (f"this {m.kind} contains 'Bearer <token>' text: a bearer token must never "
+               "appear in replies, events or cards; remove it from the payload/properties")
+
+
+@rule("a2a-schema", MUST, "A2A v1.0 data structures (Profile: A2A base specification)",
+      "request params, results and errors are valid A2A v1.0 JSON-RPC (checked with a2a-sdk)",
+      kinds=("request", "pool", "reply"))
+def a2a_schema(m: Message, ctx: Context) -> Iterator[str]:
+    p = m.payload
+    if m.kind in REQUEST_KINDS:
+        if type(p) is not dict:
+            yield "the request payload is not a JSON object: A2A over MQTT requests are JSON-RPC 2.0 request objects"
+        elif ctx.schema:
+            yield from _request_schema(p)
+    elif m.request is None:
+        if type(p) is not dict and not m.binary:
+            yield "reply payload is empty"
+    elif _is_binary_chunk(m):
+        return  # a binary-chunk matter
+    elif type(p) is not dict:
+        yield "reply payload is not a JSON object (JSON-RPC 2.0 response)"
+    elif ctx.schema:
+        yield from _reply_schema(p, m.request.method)
+
+
+def _request_schema(p: dict) -> Iterator[str]:
+    try:
+        J.parse_request(json.dumps(p))
+    except E.A2AError as exc:
+        yield f"not a JSON-RPC 2.0 request: {exc.message}"
+        return
+    method = p["method"]
+    if method not in J.KNOWN_METHODS:
+        hint = " (v0.3 name: A2A v1.0 uses PascalCase such as 'SendMessage')" if "/" in method else ""
+        yield f"unknown A2A v1.0 method {method!r}{hint}"
+        return
+    bad = validate_payload(J.PARAMS_TYPE[method], p.get("params", {}))
+    if bad:
+        yield f"{method} params are not a valid A2A v1.0 {J.PARAMS_TYPE[method]}: {bad}"
+
+
+def _reply_schema(p: dict, method: Any) -> Iterator[str]:
+    try:
+        resp = J.parse_response(p)
+    except ValueError as exc:
+        yield f"not a JSON-RPC 2.0 response: {exc}"
+        return
+    if resp.error is not None:
+        err = resp.error
+        if isinstance(err.get("data"), list) and err["code"] in E.CORE_NAMES:
+            if not all(isinstance(d, dict) and "@type" in d for d in err["data"]):
+                yield (f"core error {err['code']} data entries must be typed objects "
+                       "(google.rpc.ErrorInfo with '@type')")
+        return
+    kind = J.RESULT_TYPE.get(method) if isinstance(method, str) else None
+    if kind is None:
+        return
+    bad = validate_payload(kind, resp.result)
+    if bad:
+        what = "stream item" if method in J.STREAMING_METHODS else "result"
+        yield f"{method} {what} is not a valid A2A v1.0 {kind}: {bad}"
+
+
+@rule("card-schema", SHOULD, "Agent Card Requirements 1", "card payloads are valid A2A v1.0 AgentCards",
+      kinds=("discovery",))
+def card_schema(m: Message, ctx: Context) -> Iterator[str]:
+    if not ctx.schema or not _is_card(m):
+        return
+    if m.payload is None:
+        yield "the card payload is not JSON"
+        return
+    bad = validate_payload("AgentCard", m.payload)
+    if bad:
+        yield f"the card is not a valid A2A v1.0 AgentCard: {bad}"
+
+
+# -- running the rules --------------------------------------------------------------------------------
 
 def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
     """Every finding in a recording: columns ``rule, level, section, i, explanation``.
@@ -249,88 +730,16 @@ def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
     (about 0.1 ms per message). Findings are sorted by message, then rule.
     """
     df = load_traffic(df)
+    messages = messages_of(df)
+    ctx = Context(schema=schema, answered={m.request_i for m in messages if m.request_i is not None})
     found: list[tuple] = []
-
-    def add(rule: str, i: int, text: str, level: Optional[str] = None) -> None:
-        r = RULES[rule]
-        found.append((rule, level or r.level, r.section, int(i), text))
-
-    cols = ["i", "kind", "topic", "qos", "retain", "correlation", "response_topic", "method", "task_id",
-            "context_id", "event", "state", "error_code", "a2a_error", "responder_agent_id", "status",
-            "from_agent", "to_agent", "request_i", "payload_json", "user_properties", "payload_format", "jsonrpc_id"]
-    rows = [dict(zip(cols, vals)) for vals in zip(*(df[c] for c in cols))]
-    b64 = dict(zip(df["i"], df["payload_b64"])) if "payload_b64" in df else {}
-    by_i = {r["i"]: r for r in rows}
-
-    used_corr: dict[str, int] = {}        # correlation -> first request row
-    first_of_task: dict[str, int] = {}    # task -> first request row
-    answered: set[int] = set(int(r["request_i"]) for r in rows if r["request_i"] is not None)
-    finished: dict[int, tuple] = {}       # request row -> (row of final item, its publisher)
-    items_seen: dict[int, set] = {}       # request row -> payload texts (duplicate deliveries)
-    card_target: dict[str, str] = {}      # task -> first target (the card agent or pool)
-    current: dict[str, tuple[int, str]] = {}  # task -> (row, latest a2a-responder-agent-id)
-    silent_sent: dict[str, list[tuple[int, str]]] = {}  # task -> [(row, target)] requests never answered
-
-    for r in rows:
-        i, kind, p = r["i"], r["kind"], r["payload_json"]
-        props = _props(r["user_properties"])
-
-        # identifiers / topic model
-        if kind == "invalid":
-            try:
-                parse_topic(r["topic"])
-                why = "it does not follow the Topic Model"
-            except ValueError as exc:
-                why = str(exc)
-            add("identifiers", i, f"topic {r['topic']!r} is not a valid profile topic: {why}")
-        resp_id = props.get(P.RESPONDER_AGENT_ID)
-        if resp_id is not None and not IDENTIFIER_RE.fullmatch(resp_id):
-            add("identifiers", i, f"a2a-responder-agent-id {resp_id!r} is not a valid agent_id "
-                                  "(letters, digits, '_', '.', '-' only): requesters cannot route to it")
-
-        # bearer tokens never travel back
-        if kind in ("reply", "event", "discovery"):
-            keys = [k for k in props if k.lower() == P.AUTHORIZATION]
-            if keys:
-                add("no-bearer-echo", i, f"this {kind} carries the user property {keys[0]!r}: responders must never "
-                                         "echo bearer tokens (also OAuth 2.0 and OIDC over MQTT User Properties 6); "
-                                         "build reply properties from scratch instead of copying the request's")
-            text = json.dumps(p) if p is not None else ""
-            vals = " ".join(v for k, v in props.items() if k.lower() != P.AUTHORIZATION)
-            if _BEARER_RE.search(text) or _BEARER_RE.search(vals):
-                add("no-bearer-echo", i, f"this {kind} contains 'Bearer <token>' text: a bearer token must never "
-                                         "appear in replies, events or cards; remove it from the payload/properties")
-
-        if kind in ("request", "pool"):
-            _check_request(r, props, add, used_corr, first_of_task, card_target, current, silent_sent, answered,
-                           schema)
-        elif kind == "reply":
-            _check_reply(r, props, by_i, b64, add, finished, items_seen, current, schema)
-        elif kind == "discovery":
-            if not r["retain"]:
-                add("card-retained", i, f"the card on {r['topic']} was published without the retain flag: "
-                                        "subscribers that connect later will never see it; publish cards retained")
-            if p is not None or b64.get(i):
-                status = props.get(P.STATUS)
-                if status is None:
-                    add("card-status", i, "the card has no a2a-status user property: subscribers cannot tell a live "
-                                          "agent from a stale card; add a2a-status=online (and a2a-status-source=agent)")
-                elif status not in P.STATUSES:
-                    add("card-status", i, f"a2a-status is {status!r}; the profile defines 'online' and 'offline'")
-                if r["qos"] == 0:
-                    add("qos1", i, "the card was published with QoS 0; register with QoS 1 "
-                                   "(Discovery Publisher Behavior 1)")
-                if schema:
-                    if p is None:
-                        add("card-schema", i, "the card payload is not JSON")
-                    else:
-                        bad = validate_payload("AgentCard", p)
-                        if bad:
-                            add("card-schema", i, f"the card is not a valid A2A v1.0 AgentCard: {bad}")
-        presence = kind == "event" and props.get(P.EVENT_TYPE) == PRESENCE_EVENT  # a pool member's, retained
-        if kind in ("request", "pool", "reply", "event") and r["retain"] and not presence:
-            add("not-retained", i, f"this {kind} was published retained: the broker will replay it to every "
-                                   "future subscriber (a stale request can be executed again); publish with retain=False")
+    for m in messages:
+        for r, kinds, check in _CHECKS:
+            if m.kind in kinds:
+                for note in check(m, ctx):
+                    level, text = note if isinstance(note, tuple) else (r.level, note)
+                    found.append((r.id, level, r.section, int(m.i), text))
+        ctx.remember(m)
 
     out = pd.DataFrame(found, columns=FINDING_COLUMNS)
     if not out.empty:
@@ -339,252 +748,6 @@ def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
     if schema and not sdk_available():
         out.attrs["note"] = "a2a-sdk is not installed: payloads were not checked against the A2A v1.0 types"
     return out
-
-
-def _check_request(r: dict, props: dict, add: Callable, used_corr: dict, first_of_task: dict,
-                   card_target: dict, current: dict, silent_sent: dict, answered: set, schema: bool) -> None:
-    i, p, corr, rt = r["i"], r["payload_json"], r["correlation"], r["response_topic"]
-    where = r["to_agent"]
-    if rt is None or corr is None:
-        missing = " and ".join(x for x, v in (("Response Topic", rt), ("Correlation Data", corr)) if v is None)
-        add("request-reply-path", i, f"request to {where} has no {missing}: the responder has no reply path "
-                                     "and should reject or drop it; set both on every request")
-    if rt is not None:
-        try:
-            info = parse_topic(rt)
-        except ValueError as exc:
-            add("identifiers", i, f"Response Topic {rt!r} is malformed: {exc}")
-            info = None
-        else:
-            if info is None or info.kind != "reply":
-                add("reply-topic-pattern", i, f"Response Topic {rt!r} is not $a2a/v1/reply/{{org}}/{{unit}}/"
-                                              "{agent}/{reply_suffix}: recorders and ACLs expect that pattern")
-    if r["qos"] != 1:
-        add("qos1", i, f"request to {where} published with QoS {r['qos']}: " + _QOS_WHY[r["qos"] == 0]
-            + " (Request/Reply Mapping 1)")
-    if corr is not None:
-        first = used_corr.get(corr)
-        if first is not None:
-            add("fresh-correlation", i, f"Correlation Data {_short(corr)} was already used by the request at row "
-                                        f"{first}: generate new Correlation Data for every publish, retries "
-                                        "included (Requester Behavior 2), or replies cannot be told apart")
-        else:
-            used_corr[corr] = i
-
-    method, task = r["method"], r["task_id"]
-    if type(p) is not dict:
-        add("a2a-schema", i, "the request payload is not a JSON object: A2A over MQTT requests are JSON-RPC 2.0 "
-                             "request objects")
-        return
-    if schema:
-        _check_request_schema(r, p, add)
-
-    params = p.get("params") if isinstance(p.get("params"), dict) else {}
-    msg = params.get("message") if isinstance(params.get("message"), dict) else None
-    if method in _SEND_METHODS and msg is not None:
-        ctx_prop = props.get(P.CONTEXT_ID)
-        if ctx_prop is not None and msg.get("contextId") is not None and ctx_prop != msg.get("contextId"):
-            add("context-id", i, f"a2a-context-id {ctx_prop!r} differs from Message.contextId "
-                                 f"{msg.get('contextId')!r}; both must match (the payload is authoritative)")
-        tid = msg.get("taskId")
-        if tid is None:
-            add("task-id-uuid4", i, f"{method} without Message.taskId: over MQTT the requester creates Task.id "
-                                    "(a UUIDv4) before the first publish so retries cannot duplicate the task; "
-                                    "responders must reject this request")
-        elif tid not in first_of_task and not is_uuid4(tid):
-            add("task-id-uuid4", i, f"the first {method} of task {tid!r} does not carry a UUIDv4 Task.id; "
-                                    "generate it with uuid.uuid4() (IdSource.task_id())")
-    if task is None:
-        return
-    target = r["to_agent"]
-    if task not in first_of_task:
-        first_of_task[task] = i
-        card_target[task] = target
-    else:
-        latest = current.get(task)
-        expected = latest[1] if latest is not None else card_target[task]
-        if target != expected and target is not None:
-            silent = [j for (j, a) in silent_sent.get(task, ()) if a == expected and j < i]
-            if target == card_target[task] and silent:
-                pass  # fallback to the card agent after the new agent went silent: allowed
-            elif latest is not None:
-                add("follow-latest-responder", i,
-                    f"{method} for task {_short(task)} went to {target}, but the reply at row {latest[0]} named "
-                    f"a2a-responder-agent-id={latest[1]}: requesters must honor the most recent responder id "
-                    "(fall back to the card agent only after that agent stops answering)")
-            else:
-                add("follow-latest-responder", i,
-                    f"{method} for task {_short(task)} went to {target}, but no reply named a new responder: "
-                    f"follow-ups belong to {expected}, where the task started")
-    if i not in answered:
-        silent_sent.setdefault(task, []).append((i, target))
-
-
-def _check_request_schema(r: dict, p: dict, add: Callable) -> None:
-    i = r["i"]
-    try:
-        J.parse_request(json.dumps(p))
-    except E.A2AError as exc:
-        add("a2a-schema", i, f"not a JSON-RPC 2.0 request: {exc.message}")
-        return
-    method = p["method"]
-    if method not in J.KNOWN_METHODS:
-        hint = " (v0.3 name: A2A v1.0 uses PascalCase such as 'SendMessage')" if "/" in method else ""
-        add("a2a-schema", i, f"unknown A2A v1.0 method {method!r}{hint}")
-        return
-    bad = validate_payload(J.PARAMS_TYPE[method], p.get("params", {}))
-    if bad:
-        add("a2a-schema", i, f"{method} params are not a valid A2A v1.0 {J.PARAMS_TYPE[method]}: {bad}")
-
-
-def _check_reply(r: dict, props: dict, by_i: dict, b64: dict, add: Callable, finished: dict, items_seen: dict,
-                 current: dict, schema: bool) -> None:
-    i, p, corr, q = r["i"], r["payload_json"], r["correlation"], r["request_i"]
-    req = by_i.get(q) if q is not None else None
-    if corr is None:
-        add("reply-correlation", i, f"reply on {r['topic']} has no Correlation Data: requesters must ignore it as "
-                                    "a protocol error; echo the request's Correlation Data unchanged")
-    elif req is None:
-        add("reply-correlation", i, f"reply on {r['topic']} carries Correlation Data {_short(corr)} that no recorded "
-                                    "request used: the requester will drop it (Requester Behavior 5); echo the "
-                                    "request's Correlation Data unchanged (or the request was not recorded)")
-    if r["qos"] != 1:
-        add("qos1", i, f"reply published with QoS {r['qos']}: " + _QOS_WHY[r["qos"] == 0]
-            + " (Request/Reply Mapping 3, Streaming Reply Mapping 4)")
-    task = r["task_id"]
-    resp_id = props.get(P.RESPONDER_AGENT_ID)
-    if resp_id is not None and task is not None:
-        current[task] = (i, resp_id)
-    if req is None:
-        if type(p) is not dict and not b64.get(i):
-            add("a2a-schema", i, "reply payload is empty")
-        return
-
-    if r["topic"] != req["response_topic"]:
-        add("reply-topic", i, f"reply published on {r['topic']} but its request (row {req['i']}) asked for "
-                              f"{req['response_topic']}: publish replies to the request's Response Topic")
-    if req["kind"] == "pool" and resp_id is None:
-        add("pooled-responder-id", i, f"reply to a pooled request (row {req['i']}, {req['to_agent']}) without "
-                                      "a2a-responder-agent-id: the requester cannot learn which pool member owns the "
-                                      "task and must treat the reply as a protocol error")
-
-    method = req["method"]
-    streaming = method in J.STREAMING_METHODS
-    # what ends this correlation, and what came after
-    key = _item_key(p, props, b64.get(i))
-    seen = items_seen.setdefault(q, set())
-    duplicate = key in seen
-    seen.add(key)
-    end = finished.get(q)
-    if end is not None and not duplicate:
-        if end[1] == r["from_agent"]:
-            add("after-stream-final", i, f"{r['event'] or 'item'} after the stream-final item at row {end[0]} on "
-                                         f"correlation {_short(corr)}: the requester has already closed that "
-                                         "correlation; stop publishing after a terminal or interrupted state")
-        else:
-            add("stream-order", i, f"{r['event'] or 'item'} from {r['from_agent']} arrived after the stream-final item "
-                                   f"from {end[1]} (row {end[0]}) on correlation {_short(corr)}: MQTT orders messages "
-                                   "per publisher only, so the requester drops it; publish all items of one stream "
-                                   "from the same client")
-    elif end is None:
-        if type(p) is dict:
-            if "error" in p or not streaming:
-                finished[q] = (i, r["from_agent"])
-            elif isinstance(p.get("result"), dict) and ends_stream(p["result"]):
-                finished[q] = (i, r["from_agent"])
-
-    # binary chunks (native binary artifact mode)
-    if p is None and b64.get(i) is not None:
-        req_props = _props(req["user_properties"])
-        if req_props.get(P.ARTIFACT_MODE) != P.MODE_BINARY:
-            add("binary-chunk", i, "a non-JSON reply, but the request did not ask for a2a-artifact-mode=binary: "
-                                   "without it responders must use JSON mode (base64 'raw' parts)")
-        if r["payload_format"] != 0:
-            add("binary-chunk", i, "a binary artifact chunk must set Payload Format Indicator 0 (unspecified bytes); "
-                                   f"it has {r['payload_format']!r}")
-        missing = [k for k in _CHUNK_PROPS if k not in props]
-        if missing:
-            add("binary-chunk", i, f"binary artifact chunk without {', '.join(missing)}: the requester cannot "
-                                   "place or de-duplicate the chunk")
-        return
-    if type(p) is not dict:
-        add("a2a-schema", i, "reply payload is not a JSON object (JSON-RPC 2.0 response)")
-        return
-
-    # JSON-RPC envelope and ids
-    req_p = req["payload_json"] if type(req["payload_json"]) is dict else {}
-    rid = p.get("id")
-    if "id" in req_p and not (rid is None and "error" in p) and rid != req_p.get("id"):
-        add("jsonrpc-id", i, f"response id {rid!r} differs from its request's id {req_p.get('id')!r} "
-                             "(JSON-RPC 2.0: a response carries its request's id)")
-
-    if "error" in p and isinstance(p["error"], dict):
-        err = p["error"]
-        data = err.get("data")
-        marker = data.get("a2a_error") if isinstance(data, dict) else None
-        code = err.get("code")
-        if marker is not None:
-            want = E.BINDING_NAMES.get(code) if isinstance(code, int) else None
-            if want is None:
-                add("binding-error", i, f"error {code!r} carries data.a2a_error={marker!r}, but the marker only "
-                                        "belongs to the binding's -32003/-32004/-32005; drop it or use the binding "
-                                        "code", level=SHOULD)
-            elif marker != want:
-                add("binding-error", i, f"binding error {code} must carry data.a2a_error={want!r}, not {marker!r}: "
-                                        "requesters decide on retries by this marker")
-
-    # Task.id and contextId echo
-    own_tid, own_cid, _ = task_ids_of(p, props)
-    req_tid = req["task_id"]
-    if own_tid is not None and req_tid is not None and own_tid != req_tid:
-        add("task-id-stable", i, f"reply names Task.id {own_tid!r} but its request was for task {req_tid!r}: "
-                                 "responders must use the requester's Task.id in every reply and stream item")
-    req_msg = (req_p.get("params") or {}).get("message") if isinstance(req_p.get("params"), dict) else None
-    if isinstance(req_msg, dict) and req_msg.get("contextId") and own_cid and own_cid != req_msg["contextId"]:
-        add("context-id", i, f"reply has contextId {own_cid!r}, the request sent {req_msg['contextId']!r}: "
-                             "responders must echo the requester's contextId")
-
-    if schema:
-        _check_reply_schema(r, p, method, add)
-
-
-def _item_key(p: Any, props: dict, raw: Any) -> Any:
-    """What identifies a stream item across duplicate deliveries (Error Handling and Deduplication 2):
-    ``a2a-stream-seq`` when present, else the item's identity as the kit's requester computes it."""
-    seq = props.get(STREAM_SEQ)
-    if seq is not None:
-        return ("seq", seq)
-    if isinstance(p, dict) and isinstance(p.get("result"), dict):
-        try:
-            return StreamDeduper().key(p["result"], None)
-        except (KeyError, ValueError, TypeError, AttributeError):
-            pass
-    return json.dumps(p, sort_keys=True) if p is not None else ("raw", raw)
-
-
-def _check_reply_schema(r: dict, p: dict, method: Any, add: Callable) -> None:
-    i = r["i"]
-    try:
-        resp = J.parse_response(p)
-    except ValueError as exc:
-        add("a2a-schema", i, f"not a JSON-RPC 2.0 response: {exc}")
-        return
-    if resp.error is not None:
-        err = resp.error
-        if isinstance(err.get("data"), list) and err["code"] in E.CORE_NAMES:
-            for d in err["data"]:
-                if not (isinstance(d, dict) and "@type" in d):
-                    add("a2a-schema", i, f"core error {err['code']} data entries must be typed objects "
-                                         "(google.rpc.ErrorInfo with '@type')")
-                    break
-        return
-    kind = J.RESULT_TYPE.get(method) if isinstance(method, str) else None
-    if kind is None:
-        return
-    bad = validate_payload(kind, resp.result)
-    if bad:
-        what = "stream item" if method in J.STREAMING_METHODS else "result"
-        add("a2a-schema", i, f"{method} {what} is not a valid A2A v1.0 {kind}: {bad}")
 
 
 # -- files and the command line ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, TextIO, Union
 
 from ..mqtt.broker import ENV_CREDENTIALS, BrokerEndpoint
 from ..mqtt.session import Session, Subscription
@@ -81,7 +81,7 @@ class Recorder:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._writer: Optional[threading.Thread] = None
-        self._fh = None
+        self._fh: Optional[TextIO] = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "Recorder":
