@@ -36,6 +36,23 @@ def test_every_rule_is_documented():
         assert r.level in ("MUST", "SHOULD") and r.section and r.summary
 
 
+def test_each_rule_is_one_registered_function_a_learner_can_call():
+    from a2a_nb.traffic.frame import load_traffic
+    from a2a_nb.traffic.lint import _CHECKS, Context, fresh_correlation, messages_of, qos1
+
+    assert [r.id for r, _, _ in _CHECKS] == list(RULES)
+    assert len({check for _, _, check in _CHECKS}) == len(RULES)
+    tr = Traffic()
+    tr.send("ticket-desk", T1, C1, corr="c1", qos=0)
+    tr.send("ticket-desk", T1, C1, corr="c1")
+    first, retry = messages_of(load_traffic(tr.records))
+    ctx = Context(schema=False, answered=set())
+    assert [text.split(":")[0] for text in qos1(first, ctx)] == ["request to ticket-desk published with QoS 0"]
+    assert list(fresh_correlation(retry, ctx)) == []  # the context has not seen the first request yet
+    ctx.remember(first)
+    assert [text[:40] for text in fresh_correlation(retry, ctx)] == ["Correlation Data c1 was already used by "]
+
+
 def test_request_without_response_topic_or_correlation():
     tr = Traffic()
     tr.send("ticket-desk", T1, C1, reply=None)
