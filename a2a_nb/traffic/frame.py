@@ -32,7 +32,7 @@ from ..protocol import properties as P
 from ..protocol.messages import task_ids_of
 from ..protocol.states import can_transition
 from ..protocol.topics import is_a2a_topic, parse_topic
-from .records import complete_record
+from .records import complete_record, read_records
 
 COLUMNS = (
     "i", "t", "dt", "topic", "kind", "org", "unit", "agent", "pool", "reply_suffix", "qos", "retain",
@@ -67,6 +67,7 @@ TOPIC_COLUMNS = ("kind", "org", "unit", "agent", "pool", "reply_suffix")
 MESSAGE_COLUMNS = ("task_id", "context_id", "message_id", "method", "jsonrpc_id", "state", "event",
                    "artifact_id", "append", "last_chunk", "error_code", "a2a_error", "responder_agent_id",
                    "status", "status_source", "from_agent", "to_agent")
+"""The columns of each step (``load_traffic`` adds ``i``, ``dt``, ``request_i`` and ``latency_s``)."""
 
 
 def load_traffic(source: Source) -> pd.DataFrame:
@@ -91,8 +92,6 @@ def load_traffic(source: Source) -> pd.DataFrame:
 def _records_of(source: Any) -> list[dict]:
     """The record dicts of a file path, a ``Recorder`` (anything with ``.records``) or an iterable."""
     if isinstance(source, (str, os.PathLike)):
-        from .records import read_records
-
         return read_records(source)
     recs = getattr(source, "records", None)
     if recs is not None and not isinstance(source, (list, tuple)):
@@ -116,7 +115,7 @@ def recorded_frame(records: list) -> pd.DataFrame:
         columns = _columns_of(records)
     except (KeyError, TypeError):
         columns = _columns_of([complete_record(k, r) for k, r in enumerate(records)])
-    df = _object_frame(columns).astype(_TYPED)
+    df = _object_frame(columns, len(records)).astype(_TYPED)
     df.insert(0, "i", df.index.to_series().astype("int64"))
     df.insert(2, "dt", df["t"] - (df["t"].iloc[0] if len(df) else 0.0))
     return df
@@ -133,21 +132,26 @@ def _columns_of(records: list[dict], block: int = 4096) -> dict[str, list]:
     return columns
 
 
-def _object_frame(columns: dict[str, Any]) -> pd.DataFrame:
-    """Lists of Python values as object columns, kept as they are (pandas would infer types: ints
-    with None would become floats with NaN, text a string dtype)."""
-    return pd.DataFrame({name: np.fromiter(values, dtype=object, count=len(values))
-                         for name, values in columns.items()}, dtype=object, copy=False)
+def _object_frame(columns: dict[str, Iterable], n: int) -> pd.DataFrame:
+    """``n`` Python values per column as object columns, kept as they are (pandas would infer
+    types: ints with None would become floats with NaN, text a string dtype)."""
+    return pd.DataFrame({name: np.fromiter(values, dtype=object, count=n) for name, values in columns.items()},
+                        dtype=object, copy=False)
 
 
-def _rows_frame(rows: list[tuple], columns: tuple) -> pd.DataFrame:
-    """Tuples of Python values (one per row) as the object columns ``columns``.
+def _split(rows: list[tuple], columns: tuple) -> dict[str, Iterable]:
+    """Tuples (one per row) as one iterable per column.
 
     Column by column with ``itemgetter``: ``zip(*rows)`` would make one iterator object per row,
     and a few hundred thousand short-lived containers make Python's cyclic GC walk the whole
     recording again.
     """
-    return _object_frame({name: list(map(itemgetter(k), rows)) for k, name in enumerate(columns)})
+    return {name: map(itemgetter(k), rows) for k, name in enumerate(columns)}
+
+
+def _rows_frame(rows: list[tuple], columns: tuple) -> pd.DataFrame:
+    """Tuples of Python values (one per row) as the object columns ``columns``."""
+    return _object_frame(_split(rows, columns), len(rows))
 
 
 # -- 2. what the topic says --------------------------------------------------------------------------
@@ -174,7 +178,6 @@ def topic_frame(topics: pd.Series) -> pd.DataFrame:
 
 # -- 3. what the payload and the user properties say ---------------------------------------------------
 
-A2A_KINDS = frozenset({"discovery", "request", "pool", "reply", "event"})
 ID_COLUMNS = ("task_id", "context_id", "message_id")
 PAYLOAD_COLUMNS = ("method", "jsonrpc_id", "state", "event", "artifact_id", "append", "last_chunk", "error_code",
                    "a2a_error")
@@ -197,18 +200,13 @@ def message_frame(df: pd.DataFrame) -> pd.DataFrame:
     for column, key in BINDING_PROPERTIES.items():
         columns[column] = [p.get(key) for p in props]
     from_agent, to_agent = _ends(df)
-    return _object_frame({**columns, "from_agent": from_agent, "to_agent": to_agent}).set_axis(df.index)
+    return _object_frame({**columns, "from_agent": from_agent, "to_agent": to_agent}, len(df)).set_axis(df.index)
 
 
 _NO_PROPERTIES: dict[str, str] = {}
 _NO_IDS = (None, None, None)
 _NOTHING = (None,) * len(PAYLOAD_COLUMNS)
 _CARD = (None, None, None, "card", None, None, None, None, None)
-
-
-def _split(rows: list[tuple], columns: tuple) -> dict[str, list]:
-    """Tuples (one per row) as one list per column (``itemgetter``, not ``zip(*rows)``, see ``_rows_frame``)."""
-    return {name: list(map(itemgetter(k), rows)) for k, name in enumerate(columns)}
 
 
 def _ends(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
