@@ -568,7 +568,7 @@ def _from_paho(m: mqtt.MQTTMessage) -> MqttMessage:
         retain=bool(m.retain),
         response_topic=getattr(p, "ResponseTopic", None),
         correlation_data=bytes(corr) if corr is not None else None,
-        user_properties=tuple((str(k), str(v)) for k, v in getattr(p, "UserProperty", ())),
+        user_properties=tuple(getattr(p, "UserProperty", ())),  # paho reads each as a (str, str) tuple
         content_type=getattr(p, "ContentType", None),
         message_expiry=getattr(p, "MessageExpiryInterval", None),
         payload_format=getattr(p, "PayloadFormatIndicator", None),
