@@ -39,7 +39,7 @@ def check_recording_target(path: str, option: str = "--out") -> None:
 
     An earlier recording may be replaced; any other file is left alone. Checked before connecting,
     so a wrong path never costs a broker round trip."""
-    from ..traffic.recorder import FORMAT_VERSION
+    from ..traffic.records import FORMAT_VERSION
 
     p = Path(path)
     if p.is_dir():
