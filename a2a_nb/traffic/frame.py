@@ -121,14 +121,18 @@ def recorded_frame(records: list) -> pd.DataFrame:
     return df
 
 
-def _columns_of(records: list[dict], block: int = 4096) -> dict[str, list]:
-    """``RECORD_COLUMNS`` as lists, read a block of records at a time (while the block is in the
-    CPU cache: one column after the other over all records would be twice as slow)."""
+_RECORD_ROW = itemgetter(*RECORD_COLUMNS)
+
+
+def _columns_of(records: list[dict], block: int = 2048) -> dict[str, list]:
+    """``RECORD_COLUMNS`` as lists, a block of records at a time: each record is read once, and
+    its row tuple is gone before Python's cyclic GC moves it to an old generation (a few hundred
+    thousand live tuples that hold dicts would make the GC walk the whole recording again)."""
     columns: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
     for start in range(0, len(records), block):
-        chunk = records[start:start + block]
-        for name, values in columns.items():
-            values.extend(map(itemgetter(name), chunk))
+        rows = list(map(_RECORD_ROW, records[start:start + block]))
+        for k, values in enumerate(columns.values()):
+            values.extend(map(itemgetter(k), rows))
     return columns
 
 
@@ -181,9 +185,9 @@ def topic_frame(topics: pd.Series) -> pd.DataFrame:
 ID_COLUMNS = ("task_id", "context_id", "message_id")
 PAYLOAD_COLUMNS = ("method", "jsonrpc_id", "state", "event", "artifact_id", "append", "last_chunk", "error_code",
                    "a2a_error")
-BINDING_PROPERTIES = {"responder_agent_id": P.RESPONDER_AGENT_ID, "status": P.STATUS,
-                      "status_source": P.STATUS_SOURCE}
-"""Columns read from user properties: Optional Task Handover 2, Presence and Liveness 1."""
+BINDING_COLUMNS = ("responder_agent_id", "status", "status_source")
+"""Columns read from user properties: ``a2a-responder-agent-id`` (Optional Task Handover 2),
+``a2a-status`` and ``a2a-status-source`` (Presence and Liveness 1)."""
 
 
 def message_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -193,17 +197,15 @@ def message_frame(df: pd.DataFrame) -> pd.DataFrame:
     then the ``a2a-task-id`` / ``a2a-context-id`` user properties); a topic outside the profile
     names none.
     """
-    props = [P.as_dict(pairs) if pairs else _NO_PROPERTIES for pairs in df["user_properties"].tolist()]
-    described = list(map(_describe, df["kind"].tolist(), df["payload_json"].tolist(), props,
+    described = list(map(_describe, df["kind"].tolist(), df["payload_json"].tolist(), df["user_properties"].tolist(),
                          df["payload_b64"].tolist(), df["payload_format"].tolist()))
-    columns = _split(described, ID_COLUMNS + PAYLOAD_COLUMNS)
-    for column, key in BINDING_PROPERTIES.items():
-        columns[column] = [p.get(key) for p in props]
+    columns = _split(described, ID_COLUMNS + PAYLOAD_COLUMNS + BINDING_COLUMNS)
     from_agent, to_agent = _ends(df)
     return _object_frame({**columns, "from_agent": from_agent, "to_agent": to_agent}, len(df)).set_axis(df.index)
 
 
 _NO_PROPERTIES: dict[str, str] = {}
+_NO_BINDING = (None, None, None)
 _NO_IDS = (None, None, None)
 _NOTHING = (None,) * len(PAYLOAD_COLUMNS)
 _CARD = (None, None, None, "card", None, None, None, None, None)
@@ -239,17 +241,21 @@ def _sender(response_topic: Optional[str]) -> Optional[str]:
     return topic_info(response_topic)[3]
 
 
-def _describe(kind: str, payload: Any, props: dict, binary: Optional[str], pfi: Any) -> tuple:
-    """``ID_COLUMNS + PAYLOAD_COLUMNS`` of one message, by its kind (replies first: most messages are)."""
+def _describe(kind: str, payload: Any, pairs: Any, binary: Optional[str], pfi: Any) -> tuple:
+    """``ID_COLUMNS + PAYLOAD_COLUMNS + BINDING_COLUMNS`` of one message, by its kind
+    (replies first: most messages are). ``pairs``: its recorded user properties."""
+    props = P.as_dict(pairs) if pairs else _NO_PROPERTIES
+    binding = (props.get(P.RESPONDER_AGENT_ID), props.get(P.STATUS), props.get(P.STATUS_SOURCE)) if props \
+        else _NO_BINDING
     if kind == "reply":
-        return task_ids_of(payload, props) + _reply_fields(payload, props, binary, pfi)
+        return task_ids_of(payload, props) + _reply_fields(payload, props, binary, pfi) + binding
     if kind in REQUEST_KINDS:
-        return task_ids_of(payload, props) + _request_fields(payload)
+        return task_ids_of(payload, props) + _request_fields(payload) + binding
     if kind == "discovery":
-        return task_ids_of(payload, props) + (_NOTHING if payload is None else _CARD)
+        return task_ids_of(payload, props) + (_NOTHING if payload is None else _CARD) + binding
     if kind == "event":
-        return task_ids_of(payload, props) + _NOTHING
-    return _NO_IDS + _NOTHING  # not a profile topic
+        return task_ids_of(payload, props) + _NOTHING + binding
+    return _NO_IDS + _NOTHING + binding  # not a profile topic: only its user properties are read
 
 
 def _request_fields(payload: Any) -> tuple:
@@ -271,7 +277,7 @@ def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) ->
         rid = payload.get("id")
         result = payload.get("result")
         if type(result) is dict:
-            return (None, rid) + _result_fields(result)
+            return _result_fields(result, rid)
         if "error" in payload:
             code, marker = _error_fields(payload["error"])
             return (None, rid, None, "error", None, None, None, code, marker)
@@ -285,23 +291,24 @@ def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) ->
     return _NOTHING
 
 
-def _result_fields(result: dict) -> tuple:
-    """(state, event, artifact_id, append, last_chunk, error_code, a2a_error) of a JSON-RPC result."""
+def _result_fields(result: dict, rid: Any) -> tuple:
+    """``PAYLOAD_COLUMNS`` of a JSON-RPC result with id ``rid``: which event, which state or artifact."""
     update = result.get("statusUpdate")
     if type(update) is dict:
-        return (_state_of(update), "status", None, None, None, None, None)
+        return (None, rid, _state_of(update), "status", None, None, None, None, None)
     update = result.get("artifactUpdate")
     if type(update) is dict:
         artifact = update.get("artifact")
         aid = artifact.get("artifactId") if type(artifact) is dict else None
-        return (None, "artifact", aid, update.get("append") is True, update.get("lastChunk") is True, None, None)
+        return (None, rid, None, "artifact", aid, update.get("append") is True, update.get("lastChunk") is True,
+                None, None)
     task = result.get("task")
     if type(task) is not dict and "status" in result and "id" in result:
         task = result  # GetTask / CancelTask answer with a bare Task
     if type(task) is dict:
-        return (_state_of(task), "task", None, None, None, None, None)
+        return (None, rid, _state_of(task), "task", None, None, None, None, None)
     event = "message" if type(result.get("message")) is dict else "result"
-    return (None, event, None, None, None, None, None)
+    return (None, rid, None, event, None, None, None, None, None)
 
 
 def _state_of(body: dict) -> Optional[str]:
@@ -330,9 +337,10 @@ def pair_replies(df: pd.DataFrame) -> pd.DataFrame:
     its Task.id/contextId when it names no Task.id (error replies).
     """
     df = df.assign(request_i=None, latency_s=np.nan)
-    is_reply = df["kind"] == "reply"
-    requests = df.loc[df["kind"].isin(REQUEST_KINDS) & df["correlation"].notna(), ["i", "correlation"]]
-    replies = df.loc[is_reply & df["correlation"].notna(), ["i", "correlation"]]
+    kind, correlated = df["kind"].to_numpy(), df["correlation"].notna().to_numpy()
+    is_reply = kind == "reply"
+    requests = df.loc[((kind == "request") | (kind == "pool")) & correlated, ["i", "correlation"]]
+    replies = df.loc[is_reply & correlated, ["i", "correlation"]]
     if len(requests) and len(replies):
         earlier = pd.merge_asof(replies, requests.rename(columns={"i": "request"}), left_on="i",
                                 right_on="request", by="correlation", direction="backward")
@@ -340,7 +348,7 @@ def pair_replies(df: pd.DataFrame) -> pd.DataFrame:
         found = earlier["request"].fillna(earlier["correlation"].map(later)).dropna().astype("int64")
         rows, req = earlier.loc[found.index, "i"].to_numpy(), found.to_numpy()
         _inherit(df, rows, req)
-    replies_from = is_reply & df["from_agent"].isna()
+    replies_from = is_reply & df["from_agent"].isna().to_numpy()
     df.loc[replies_from, "from_agent"] = df.loc[replies_from, "responder_agent_id"]
     return df
 
