@@ -107,8 +107,8 @@ def scope_alternatives(required: Union[Iterable[str], Iterable[Iterable[str]], N
         return []
     items = list(required)
     if all(isinstance(i, str) for i in items):
-        return [frozenset(items)]
-    return [frozenset([i] if isinstance(i, str) else i) for i in items]
+        return [frozenset(str(i) for i in items)]
+    return [frozenset([i]) if isinstance(i, str) else frozenset(i) for i in items]
 
 
 def required_scopes_from_card(card: Mapping[str, Any]) -> list[frozenset[str]]:

@@ -66,7 +66,7 @@ class Discovery:
 
     def _on_card(self, msg: MqttMessage) -> None:
         info = topics.parse_topic(msg.topic)
-        if info is None or info.kind != "discovery":
+        if info is None or info.kind != "discovery" or info.agent is None:
             return
         key = info.agent
         with self._cond:

@@ -158,8 +158,9 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
     discovery topics skips the check."""
     from ..mqtt.session import SessionError
     from ..protocol import properties, topics
+    from ..protocol.ids import validate_identifier
 
-    topics.validate_identifier(agent, "agent_id")  # ValueError: a usage mistake (exit 2)
+    validate_identifier(agent, "agent_id")  # ValueError: a usage mistake (exit 2)
     status: dict[str, Optional[str]] = {}  # agent → a2a-status of its card (None: not given)
     found = threading.Event()
 
@@ -168,7 +169,7 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
             info = topics.parse_topic(msg.topic)
         except ValueError:
             return
-        if info is None or info.kind != "discovery":
+        if info is None or info.kind != "discovery" or info.agent is None:
             return
         if not msg.payload:  # an empty retained message unregisters
             status.pop(info.agent, None)

@@ -20,21 +20,18 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..mqtt.broker import BrokerError, EmbeddedBroker
+    from ..mqtt.secure import SecureBroker
 
     try:
-        if getattr(args, "secure", False):
-            from ..mqtt.secure import SecureBroker
-
-            broker = SecureBroker(port=args.port, host=args.host).start()
-        else:
-            broker = EmbeddedBroker(port=args.port, host=args.host).start()
+        secure = SecureBroker(port=args.port, host=args.host) if args.secure else None
+        broker = (secure or EmbeddedBroker(port=args.port, host=args.host)).start()
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(broker.url, flush=True)
     print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
-    if getattr(args, "secure", False):
-        f = broker.files
+    if secure is not None:
+        f = secure.files
         print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)
         print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
               f"{f['credentials']}", file=sys.stderr)
@@ -45,7 +42,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
         print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
               file=sys.stderr)
-        coordinator = replace(broker.credentials("coordinator"), password="PASSWORD")
+        coordinator = replace(secure.credentials("coordinator"), password="PASSWORD")
         print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
               f"#   export A2A_BROKER_URL='{coordinator.url_with_secret}'", file=sys.stderr, flush=True)
     else:

@@ -145,7 +145,8 @@ def write_password_file(path: Union[str, Path], users: Mapping[str, str], use_to
 
 
 # -- ACL ----------------------------------------------------------------------------------------------
-def acl_text(users: Iterable[str], pools: Mapping[str, Iterable[str]] = (), observers: Iterable[str] = ()) -> str:
+def acl_text(users: Iterable[str], pools: Optional[Mapping[str, Iterable[str]]] = None,
+             observers: Iterable[str] = ()) -> str:
     """The Mosquitto ACL file (see the module docstring). ``users`` and the members in ``pools``
     (pool id -> usernames allowed to read that pool's request topic) are ``{org}/{unit}/{agent}``."""
     lines = [
@@ -159,7 +160,7 @@ def acl_text(users: Iterable[str], pools: Mapping[str, Iterable[str]] = (), obse
         "pattern readwrite $a2a-nb-probe/%u",
     ]
     pool_rights: dict[str, list[str]] = {}
-    for pool, members in dict(pools).items():
+    for pool, members in dict(pools or {}).items():
         for member in members:
             org, unit, _ = member.split("/", 2)
             pool_rights.setdefault(member, []).append(f"$a2a/v1/request/{org}/{unit}/pool/{pool}")

@@ -138,7 +138,7 @@ def step_text(source: Source, i: int) -> str:
 
 def _check(st: Steps, i: Any) -> int:
     """``i`` as a row number of the recording (numpy integers welcome), or IndexError."""
-    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < len(st):
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < len(st):
         raise IndexError(f"message #{i} is not in this recording: it has {len(st)} messages (#0 to #{len(st) - 1})")
     return int(i)
 

@@ -82,7 +82,7 @@ class DiscoveryBrowser:
         return sorted(self.discovery.find(tags=self.tags), key=lambda e: e.agent)
 
     def known_tags(self) -> list[str]:
-        found = set()
+        found: set[str] = set()
         for agent in self.discovery.agents():
             e = self.discovery.get(agent)
             if e is None:
@@ -219,6 +219,7 @@ class SendForm:
         try:
             if follow:
                 task = self.last_task
+                assert task is not None  # the form offers "continue" only after a task
                 target = req.routing.target(task["id"])
                 self.log(f"→ continue task {task['id'][:8]}… on {target.label if target else agent}: “{text}”")
                 result = req.continue_task(task, text, stream=stream)

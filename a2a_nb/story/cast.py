@@ -295,7 +295,7 @@ class TicketDesk:
             self._release(held)
 
     def _work(self, ctx: TaskContext, plan: str, held: list[AnalystSlot]):
-        handed_twice = []
+        handed_twice: list[AnalystSlot] = []
 
         def on_step(name: str) -> None:
             if plan == "double" and name == "report-half" and not handed_twice:

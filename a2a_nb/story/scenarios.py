@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..agents.discovery import Discovery
+from ..agents.discovery import AgentEntry, Discovery
 from ..agents.requester import Requester
 from ..protocol import messages, states
 from ..protocol.ids import IdSource
@@ -101,14 +101,14 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
         result.task_ids.append(task_id)
         if stream.state == states.INPUT_REQUIRED:
             step(f"the analyst needs input: “{stream.view.status_text}”")
-            step(f"coordinator → {coordinator.routing.target(task_id).label}: the reproduction steps, new messageId, "
+            step(f"coordinator → {coordinator.target_of(task_id).label}: the reproduction steps, new messageId, "
                  "same Task.id and contextId")
             stream = coordinator.continue_task(stream, REPRO_TEXT, stream=True,
                                                message_id=ids.message_id("coord-tck4821-m"))
             _follow(stream, step)
         final = coordinator.get_task(task_id)
         result.final_state = final["status"]["state"]
-        step(f"GetTask → {coordinator.routing.target(task_id).label}: task is {states.short_name(result.final_state)}")
+        step(f"GetTask → {coordinator.target_of(task_id).label}: task is {states.short_name(result.final_state)}")
         report = _report_of(final)
         result.report = report
         if report:
@@ -132,7 +132,7 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
 def _discover(broker: BrokerChoice, step: Narrator) -> str:
     with Discovery(broker=broker_for(broker, "coordinator-discovery"), agent="coordinator-discovery") as disco:
         deadline = time.time() + 5
-        found = []
+        found: list[AgentEntry] = []
         while time.time() < deadline and not found:
             found = disco.find(tags=["root-cause-analysis"], capabilities=["streaming"], online_only=True)
             if not found:
