@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -136,7 +136,7 @@ def _columns_of(records: list[dict], block: int = 2048) -> dict[str, list]:
     return columns
 
 
-def _object_frame(columns: dict[str, Iterable], n: int) -> pd.DataFrame:
+def _object_frame(columns: Mapping[str, Iterable], n: int) -> pd.DataFrame:
     """``n`` Python values per column as object columns, kept as they are (pandas would infer
     types: ints with None would become floats with NaN, text a string dtype)."""
     return pd.DataFrame({name: np.fromiter(values, dtype=object, count=n) for name, values in columns.items()},
