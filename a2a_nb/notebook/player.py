@@ -34,7 +34,7 @@ from PIL import Image as PILImage
 from ..agents.reprs import badge, json_block
 from ..traffic.charts import message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
-from ..traffic.recorder import from_record
+from ..traffic.records import from_record
 from .display import mqtt_properties_rows
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
