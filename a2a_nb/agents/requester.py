@@ -347,9 +347,10 @@ class Requester:
         return f"{target.label} did not answer {len(codes)} attempts{hint}"
 
     # -- reading replies -------------------------------------------------------------------------------
-    def _observe(self, task_id: Optional[str], msg: MqttMessage, target: Address) -> Optional[Reroute]:
-        """Apply ``a2a-responder-agent-id`` (any reply or stream item) to the routing table."""
-        responder = msg.user_property(properties.RESPONDER_AGENT_ID)
+    def _observe(self, task_id: Optional[str], msg: MqttMessage, target: Address,
+                 responder: Optional[str]) -> Optional[Reroute]:
+        """Apply ``responder``, the ``a2a-responder-agent-id`` of ``msg`` (any reply or stream item),
+        to the routing table."""
         if target.pool is not None and responder is None:
             raise ProtocolError(
                 f"a pooled reply on {msg.topic} has no a2a-responder-agent-id (Profile: Shared Subscription Dispatch 10)")
@@ -372,9 +373,9 @@ class Requester:
             call, first, target = self._operate(method, params, task_id, target)
             self._release(call)
             response = jsonrpc.parse_response(first.payload)
-            self._observe(task_id, first, target)
-            reply = Reply(method, response.result, first, time.time() - started, call.attempts,
-                          first.user_property(properties.RESPONDER_AGENT_ID), target)
+            responder = first.user_property(properties.RESPONDER_AGENT_ID)
+            self._observe(task_id, first, target, responder)
+            reply = Reply(method, response.result, first, time.time() - started, call.attempts, responder, target)
             if response.error is None:
                 return reply
             err = A2AError.from_dict(response.error)
@@ -560,24 +561,25 @@ class Stream:
 
     def _read(self, msg: MqttMessage) -> Optional[StreamEvent]:
         req = self.requester
+        props = properties.as_dict(msg.user_properties)  # read once: this runs for every item
+        responder = props.get(properties.RESPONDER_AGENT_ID)
         try:
-            reroute = req._observe(self.task_id, msg, self.target)
+            reroute = req._observe(self.task_id, msg, self.target, responder)
         except ProtocolError:
             self.done = True
             req._release(self._call)
             raise
         if reroute is not None:
             self.target = reroute.to
-        responder = msg.user_property(properties.RESPONDER_AGENT_ID)
-        if msg.payload_format == 0 and msg.user_property(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE:
+        if msg.payload_format == 0 and props.get(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE:
             if not self.view.add_binary_chunk(msg):
                 self.duplicates += 1
                 req.stats.duplicates += 1
                 return None
             return self._emit(StreamEvent("binaryChunk", {
-                "artifactId": msg.user_property(properties.ARTIFACT_ID),
-                "seqno": int(msg.user_property(properties.CHUNK_SEQNO) or 0),
-                "lastChunk": msg.user_property(properties.LAST_CHUNK) == "true", "size": len(msg.payload)},
+                "artifactId": props.get(properties.ARTIFACT_ID),
+                "seqno": int(props.get(properties.CHUNK_SEQNO) or 0),
+                "lastChunk": props.get(properties.LAST_CHUNK) == "true", "size": len(msg.payload)},
                 msg, responder, reroute))
         response = jsonrpc.parse_response(msg.payload)
         if response.error is not None:
@@ -586,7 +588,7 @@ class Stream:
             err = A2AError.from_dict(response.error)
             raise err
         result = response.result
-        if not self._dedup.accept(result, msg.user_property(STREAM_SEQ)):
+        if not self._dedup.accept(result, props.get(STREAM_SEQ)):
             self.duplicates += 1
             req.stats.duplicates += 1
             return None
