@@ -32,6 +32,20 @@ MSG
   fi
 fi
 
+# Debian's Chromium for the browser tests (tests/browser: JupyterLab driven by playwright). Optional:
+# without it those tests are skipped, saying why. Playwright's own browser download is not used.
+if [ "${PAHO:-}" != oldest ] && ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null && as_root true; then
+    echo "== installing chromium with apt-get (for tests/browser)"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null \
+      || echo "note: 'apt-get install chromium' failed: the browser tests (tests/browser) will be skipped" >&2
+  else
+    echo "note: chromium is not installed and this script cannot install it (needs root or sudo):" \
+         "the browser tests (tests/browser) will be skipped. Debian/Ubuntu: sudo apt-get install chromium" >&2
+  fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating the virtualenv $VENV"
   if ! "$PYTHON" -m venv "$VENV" 2>/dev/null; then
