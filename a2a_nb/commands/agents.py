@@ -39,6 +39,9 @@ def register(sub) -> None:
     m.add_argument("agent", help="agent id, or pool:NAME")
     m.add_argument("text")
     m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
+    m.add_argument("--task", metavar="TASK_ID", default=None,
+                   help="continue this interrupted task (input-required): the text is the answer, sent on the "
+                        "same Task.id and contextId with a new messageId")
     m.add_argument("--timeout", type=positive_seconds, default=15.0, help="first-reply timeout in seconds (default 15)")
     add_scope(m)
     m.set_defaults(func=cmd_send)
@@ -99,25 +102,40 @@ def cmd_send(args: argparse.Namespace) -> int:
     from ..protocol import states
     from ..protocol.retry import RetryProfile
 
+    from ..mqtt.broker import ENV_URL
+
+    if not args.broker and not os.environ.get(ENV_URL):
+        print(f"note: {ENV_URL} is not set, so this command started a private Mosquitto: agents served in other "
+              f"shells are not on it (export {ENV_URL}=<the URL `python -m a2a_nb broker` prints>)",
+              file=sys.stderr, flush=True)
     retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=max(30.0, args.timeout))
     req = Requester(sender_agent(args), org=args.org, unit=args.unit, broker=args.broker, retry=retry)
     t = time.perf_counter()
     try:
         if not args.agent.startswith("pool:"):  # a pool has no card of its own
             check_card(req.session, args.agent, args.org, args.unit)
+        message = None
+        if args.task:  # the same Task.id and contextId, a new messageId (Profile: Multi-Turn Conversation)
+            task = req.get_task(args.task, to=args.agent)
+            message = req.new_message(args.text, task_id=args.task, context_id=task["contextId"])
         if args.stream:
-            stream = req.stream(args.agent, args.text)
+            stream = req.stream(args.agent, None if message else args.text, message=message)
             for ev in stream:
                 print(f"{(time.perf_counter() - t) * 1000:8.1f} ms  {ev.kind:15s} "
                       f"{states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
-            print(f"task {stream.task_id}: {states.short_name(stream.state) if stream.state else '?'}")
+            task_id, state = stream.task_id, stream.state
+            print(f"task {task_id}: {states.short_name(state) if state else '?'}")
         else:
-            reply = req.send(args.agent, args.text)
+            reply = req.send(args.agent, None if message else args.text, message=message)
+            task_id, state = reply.task_id, reply.state
             print(reply.text or json.dumps(reply.result))
-            print(f"task {reply.task_id}: {states.short_name(reply.state) if reply.state else 'message reply'}; "
+            print(f"task {task_id}: {states.short_name(state) if state else 'message reply'}; "
                   f"round trip {reply.rtt_s * 1000:.1f} ms; {len(reply.attempts)} attempt(s)")
         for r in req.routing.history_rows():
             print(f"routing: {r['cause']} {r['from']} → {r['to']}")
+        if state is not None and states.is_interrupted(state):
+            print(f"the task waits for your answer: python -m a2a_nb send {args.agent} \"ANSWER\" --task {task_id}"
+                  + (" --stream" if args.stream else ""))
         return 0
     finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
@@ -204,8 +222,11 @@ def _event_text(ev) -> str:
 
     if ev.kind == "statusUpdate" and ev.data["status"].get("message"):
         return messages.text_of(ev.data["status"]["message"])
-    if ev.kind == "artifactUpdate":
-        return f"artifact {ev.data['artifact']['artifactId']}: {messages.text_of(ev.data['artifact'])[:60]}"
+    if ev.kind == "artifactUpdate":  # each chunk in full: text parts as text, data parts as JSON
+        parts = ev.data["artifact"].get("parts", [])
+        shown = [p["text"] if "text" in p else json.dumps(p["data"], ensure_ascii=False) if "data" in p
+                 else f"({len(p.get('raw', ''))} base64 chars)" for p in parts]
+        return f"artifact {ev.data['artifact']['artifactId']}: " + " ".join(shown)
     if ev.kind == "message":
         return messages.text_of(ev.data)
     return ""
@@ -213,7 +234,7 @@ def _event_text(ev) -> str:
 
 def cmd_story(args: argparse.Namespace) -> int:
     from ..mqtt.broker import resolve
-    from ..story.scenarios import SCENARIOS, run_scenario
+    from ..story.scenarios import SCENARIOS, AlreadyServed, run_scenario
 
     names = list(SCENARIOS) if args.scenario == "full" else [args.scenario]
     _check_story_outputs(args)
@@ -229,6 +250,9 @@ def cmd_story(args: argparse.Namespace) -> int:
             print(f"\n=== {name} ===")
             try:
                 results.append(run_scenario(name, url, served=args.served, pace=args.pace, seed=seed))
+            except AlreadyServed as exc:
+                raise CliError(str(exc), hint="tell the story with the served agents (`story --served`), or stop "
+                               "them first") from None
             except RuntimeError as exc:  # discovery found no served agent (not a subclass: those are outages)
                 if not args.served or type(exc) is not RuntimeError:
                     raise

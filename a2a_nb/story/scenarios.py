@@ -14,7 +14,8 @@ from typing import Callable, Optional
 
 from ..agents.discovery import AgentEntry, Discovery
 from ..agents.requester import Requester
-from ..protocol import messages, states
+from ..protocol import messages, pools, properties, states, topics
+from ..protocol.packet import MqttMessage
 from ..protocol.ids import IdSource
 from ..protocol.retry import RetryProfile
 from .cast import REPORT_ID, BrokerChoice, TicketDesk, analyst_pool, broker_for
@@ -81,6 +82,7 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
     with ExitStack() as stack:
         pool = spec.get("pool")
         if not served:
+            refuse_if_served(broker, pool)
             if pool:
                 for member in analyst_pool(pool, 3, broker=broker, pace=pace, seed=seed):
                     stack.callback(member.stop)
@@ -127,6 +129,36 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
              f"{'OK' if result.ok else 'NOT the expected outcome'}")
     result.steps = step.lines
     return result
+
+
+class AlreadyServed(RuntimeError):
+    """An agent the story would start is already live on the broker: starting it again under the same
+    Client ID would take its session over (the broker disconnects the older one)."""
+
+
+def refuse_if_served(broker: BrokerChoice, pool: Optional[str], wait: float = 0.3) -> None:
+    """Raise :class:`AlreadyServed` when the desk's retained card says ``online`` (or, for the pool
+    scenario, a pool member's presence does), e.g. next to ``python -m a2a_nb serve ticket-desk``.
+    Presence is advisory (Profile: Presence Subscriber Behavior 2): a stale ``online`` card gets the
+    same answer, and ``--served`` or a fresh broker is the way out."""
+    from ..mqtt.session import Session
+
+    seen: list[MqttMessage] = []
+    probe = Session("acme", "support", "coordinator-discovery", broker=broker_for(broker, "coordinator-discovery"))
+    try:
+        probe.subscribe(pools.presence_filter("acme", "support") if pool else
+                        topics.discovery_topic("acme", "support", "ticket-desk"), handler=seen.append)
+        time.sleep(wait)  # retained messages arrive right after the SUBACK
+    finally:
+        probe.close()
+    if pool:
+        live = sorted(p.agent for p in map(pools.read_presence, seen) if p and p.pool == pool and p.online)
+    else:
+        live = ["ticket-desk"] if any(m.payload and m.user_property(properties.STATUS) == properties.ONLINE
+                                      for m in seen) else []
+    if live:
+        raise AlreadyServed(f"{', '.join(live)} already serve{'s' if len(live) == 1 else ''} this broker; starting "
+                            f"the story's own would knock {'it' if len(live) == 1 else 'them'} off (same Client ID)")
 
 
 def _discover(broker: BrokerChoice, step: Narrator) -> str:

@@ -93,3 +93,41 @@ def test_bench_json_reports_ratios(env):
     assert set(res["targets_met"]) >= {"send_ratio", "send_under_2ms", "stream_ratio", "recorder_lost_0"}
     assert res["recorder"]["lost"] == 0
     assert res["load"]["tasks"] == 20 and res["load"]["lost_tasks"] == 0 and res["load"]["cross_talk"] == 0
+
+
+def test_send_continues_an_interrupted_task_with_task(served, env):
+    served("ticket-desk", "--pace", "0.01", unit="cli6")
+    first = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli6"], env)
+    assert first.returncode == 0, first.stderr
+    task_id = next(line.split()[1].rstrip(":") for line in first.stdout.splitlines() if line.startswith("task "))
+    assert f"--task {task_id}" in first.stdout  # the output says how to answer
+    answer = run(["send", "ticket-desk", "pay by card, then reload the order page", "--unit", "cli6",
+                  "--task", task_id, "--stream"], env)
+    assert answer.returncode == 0, answer.stderr
+    assert f"task {task_id}: completed" in answer.stdout
+    chunks = [line for line in answer.stdout.splitlines() if "artifactUpdate" in line]
+    assert len(chunks) == 4 and '"rootCause"' in chunks[0] and "Root cause" in chunks[-1]  # each chunk in full
+
+
+def test_story_does_not_knock_a_served_desk_off_the_broker(private_broker):
+    env = dict(os.environ, A2A_BROKER_URL=private_broker.url)
+    desk = subprocess.Popen(CLI + ["serve", "ticket-desk", "--pace", "0.01"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert "serving" in desk.stdout.readline()
+        refused = run(["story", "--scenario", "happy"], env)
+        assert refused.returncode == 1 and "ticket-desk already serves this broker" in refused.stderr
+        assert "--served" in refused.stderr
+        told = run(["story", "--scenario", "happy", "--served"], env)
+        assert told.returncode == 0, told.stdout + told.stderr
+        assert desk.poll() is None  # still serving, never taken over
+    finally:
+        desk.terminate()
+        assert desk.wait(timeout=15) == 0
+
+
+def test_send_says_when_it_started_a_private_broker():
+    env = {k: v for k, v in os.environ.items() if k != "A2A_BROKER_URL"}
+    out = run(["send", "echo", "hi", "--timeout", "0.5"], env)
+    assert out.returncode == 1  # nobody serves on a broker of its own
+    assert "A2A_BROKER_URL is not set, so this command started a private Mosquitto" in out.stderr
