@@ -263,7 +263,7 @@ def cmd_story(args: argparse.Namespace) -> int:
             recorder.wait_idle(0.3)
             recorder.stop()
     if args.charts and recorder is not None:
-        _save_charts(recorder, args.charts)
+        _save_charts(recorder, args.charts, results)
     print()
     for r in results:
         print(f"{'OK ' if r.ok else 'BAD'} {r.name}: expected {r.expected}, observed {r.observed}, "
@@ -285,17 +285,10 @@ def _check_story_outputs(args: argparse.Namespace) -> None:
         raise UsageError(f"--charts {args.charts} is a file; give a folder for the PNG files")
 
 
-def _save_charts(recorder, folder: str) -> None:
-    from pathlib import Path
-
+def _save_charts(recorder, folder: str, results: list) -> None:
+    """Every chart of the story's traffic, rows named by scenario, plus ``index.md`` (charts.save_charts)."""
     from ..traffic import charts
-    from ..traffic.frame import load_traffic
 
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    df = load_traffic(recorder)
-    for name, fn in (("sequence", charts.sequence_chart), ("states", charts.state_timeline),
-                     ("reroutes", charts.reroute_chart), ("latency", charts.latency_chart)):
-        fig = fn(df)
-        fig.savefig(out / f"{name}.png", dpi=100, bbox_inches="tight")
-        print(f"chart: {out / f'{name}.png'}")
+    names = {task: r.name for r in results for task in r.task_ids}
+    for path, about in charts.save_charts(recorder, folder, names=names):
+        print(f"chart: {path}  ({about})")

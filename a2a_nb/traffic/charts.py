@@ -13,7 +13,9 @@ Subscription Dispatch 10), fallbacks to the card agent (Requester Retry and Time
 from __future__ import annotations
 
 import os
+import re
 import sys
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import matplotlib
@@ -204,113 +206,293 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
     return fig
 
 
-def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20) -> Figure:
-    """Per task, its state over time as coloured segments (Streaming Reply Mapping 5-7).
+def task_steps(df: Source) -> pd.Series:
+    """Each task message's step: its number among the messages of its task (requests and replies),
+    1 for the first request. Indexed like ``df``; NaN for messages of no task (cards, events)."""
+    df = load_traffic(df)
+    has = df["task_id"].notna()
+    steps = pd.Series(np.nan, index=df.index)
+    steps[has] = df[has].groupby("task_id", sort=False).cumcount() + 1
+    return steps
 
+
+def _ticket_of(requests: pd.DataFrame) -> Optional[str]:
+    """The ticket a task is about (``TCK-4821``), read from its first request's text; else its contextId."""
+    for payload, ctx in zip(requests["payload_json"], requests["context_id"]):
+        message = ((payload or {}).get("params") or {}).get("message") or {} if isinstance(payload, dict) else {}
+        for part in message.get("parts") or []:
+            found = _TICKET.search(str(part.get("text") or ""))
+            if found:
+                return found.group(0)
+        if ctx:
+            return str(ctx)
+    return None
+
+
+_TICKET = re.compile(r"\b[A-Z]{2,}-\d+\b")
+
+
+def task_labels(df: Source, names: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """A row label per task a learner can recognise: ``names[task_id]`` (a scenario name, say) or
+    the ticket it is about, then a short task id: ``handover · 07287499``."""
+    df = load_traffic(df)
+    names = names or {}
+    labels: dict[str, str] = {}
+    tasks = df[df["task_id"].notna()]
+    for task, rows in tasks.groupby("task_id", sort=False):
+        first = names.get(task) or _ticket_of(rows[rows["kind"].isin(["request", "pool"])]) or "task"
+        labels[task] = f"{first} · {str(task)[:8]}"
+    return labels
+
+
+def route_marks(df: Source) -> pd.DataFrame:
+    """Where each task went, in order: the first request's target (``sent``), every reply naming a
+    new responder (``handover`` / ``pool-assigned``, Optional Task Handover 2-4, Optional Shared
+    Subscription Dispatch 10), every fallback to the card agent (Requester Retry and Timeout
+    Profile) and every request that got no reply (``no reply``). Columns: ``i``, ``task_id``,
+    ``mark``, ``agent``."""
+    df = load_traffic(df)
+    rv = routing_view(df)
+    rows: list[tuple] = []
+    seen: set = set()
+    for i, task, target, cause, answered in zip(rv["i"], rv["task_id"], rv["target"], rv["cause"], rv["answered"]):
+        if task not in seen:
+            seen.add(task)
+            rows.append((int(i), task, "sent", target))
+        if cause == "fallback":
+            rows.append((int(i), task, "fallback", target))
+        if not answered:
+            rows.append((int(i), task, "no reply", target))
+    tasks = dict(zip(df["i"], df["task_id"]))
+    for i, (cause, responder) in _handover_rows(df).items():
+        rows.append((i, tasks.get(i), cause, responder))
+    out = pd.DataFrame(rows, columns=["i", "task_id", "mark", "agent"])
+    return out.sort_values("i", kind="stable").reset_index(drop=True)
+
+
+MARK_STYLE = {  # marker, size, face colour, text prefix
+    "sent": ("o", 6, "#555555", "to "),
+    "handover": ("*", 12, "#ff7f0e", "→ "),
+    "pool-assigned": ("*", 12, "#17becf", "pool → "),
+    "fallback": ("D", 7, "#8c564b", "fallback → "),
+    "no reply": ("o", 6, "white", ""),
+}
+
+
+def _state_segments(df: pd.DataFrame, tasks: list, x: str) -> pd.DataFrame:
+    """The segments ``state_timeline`` draws: per task, each state from where it was reported to
+    where the next one was (or the task's last message); terminal states have no width."""
+    tr = state_transitions(df)
+    steps = task_steps(df)
+    pos = dict(zip(df["i"], steps if x == "step" else df["dt"]))
+    last = df[df["task_id"].notna()].groupby("task_id", sort=False)["i"].max()
+    rows = []
+    for task in tasks:
+        sub = tr[tr["task_id"] == task]
+        xs, sts = [float(pos[i]) for i in sub["i"]], list(sub["state"])
+        end = float(pos[int(last[task])]) + (1.0 if x == "step" else 0.0)
+        for k, (x0, st) in enumerate(zip(xs, sts)):
+            x1 = x0 if S.is_terminal(st) else (xs[k + 1] if k + 1 < len(xs) else end)
+            rows.append((task, st, x0, x1))
+    return pd.DataFrame(rows, columns=["task_id", "state", "start", "end"])
+
+
+def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20, x: str = "step",
+                   names: Optional[Mapping[str, str]] = None) -> Figure:
+    """Per task, the states it passed through, in order (Streaming Reply Mapping 5-7).
+
+    ``x="step"`` (the default) spaces a task's messages evenly (step 1 is its first request), so a
+    ``submitted`` acknowledged a millisecond later and a short ``input-required`` pause are as
+    visible as a long stream; ``x="time"`` draws seconds since the first message instead.
     Interrupted states (input-required, auth-required) are hatched: the task waits for the
-    requester; terminal states end in a black-edged square: the task never changes again.
+    requester; a terminal state is a black-edged square: the task never changes again. On each
+    row: where the task was sent, every reply naming a new responder (star), every fallback to the
+    card agent (diamond) and every request that got no reply (hollow circle). Rows are labelled
+    ``names[task_id]`` (or the ticket) and a short task id. Each state segment's artist has the gid
+    ``state:<task_id>:<state>``, so what is drawn can be counted.
     """
+    if x not in ("step", "time"):
+        raise ValueError(f"x={x!r}: use 'step' (message order within each task) or 'time' (seconds)")
     df = load_traffic(df)
     tr = state_transitions(df)
-    title = title or "Task states over time"
+    title = title or ("Task states, step by step" if x == "step" else "Task states over time")
     if tr.empty:
         return _empty(title, "no task states in this recording (no Task or status update replies)")
     tasks = list(dict.fromkeys(tr["task_id"]))
     more = len(tasks) - max_tasks
     tasks = tasks[:max_tasks]
-    end = float(df["dt"].max()) if len(df) else 0.0
-    span = max(end, 1e-3)
-    fig, ax = _new(min(6.0, max(3.0, 1.3 + 0.45 * len(tasks))))
+    seg = _state_segments(df, tasks, x)
+    span = max(float(seg["end"].max()), 1e-3)
+    pad = 0.0 if x == "step" else span * 0.004  # a visible sliver for a state that lasted no time
+    labels = task_labels(df, names)
+    fig, ax = _new(min(6.0, max(3.0, 1.5 + 0.6 * len(tasks))))
     seen: dict[str, None] = {}
-    for y, task in enumerate(tasks):
-        sub = tr[tr["task_id"] == task]
-        dts, sts = list(sub["dt"]), list(sub["state"])
-        for k, (x, st) in enumerate(zip(dts, sts)):
-            seen.setdefault(st, None)
-            color = STATE_COLORS.get(st, "#333333")
-            if S.is_terminal(st):
-                ax.plot([x], [y], marker="s", ms=10, color=color, mec="black", mew=1.2, zorder=4)
-                continue
-            x_end = dts[k + 1] if k + 1 < len(dts) else end
-            width = max(x_end - x, span * 0.004)
-            ax.barh(y, width, left=x, height=0.5, color=color, edgecolor="black" if S.is_interrupted(st) else color,
-                    hatch="//" if S.is_interrupted(st) else None, lw=0.6)
-        ax.text(dts[-1] + span * 0.025, y, short_state(sts[-1]), va="center", fontsize=8)
+    y_of = {t: k for k, t in enumerate(tasks)}
+    for task, st, x0, x1 in zip(seg["task_id"], seg["state"], seg["start"], seg["end"]):
+        y, color = y_of[task], STATE_COLORS.get(st, "#333333")
+        seen.setdefault(st, None)
+        if S.is_terminal(st):
+            (art,) = ax.plot([x0], [y], marker="s", ms=10, color=color, mec="black", mew=1.2, zorder=4)
+        else:
+            bars = ax.barh(y, max(x1 - x0, pad), left=x0, height=0.42, color=color, lw=0.6,
+                           edgecolor="black" if S.is_interrupted(st) else color,
+                           hatch="//" if S.is_interrupted(st) else None)
+            art = bars.patches[0]
+        art.set_gid(f"state:{task}:{st}")
+    for task in tasks:
+        last = seg[seg["task_id"] == task].iloc[-1]
+        ax.text(last["end"] + span * 0.015, y_of[task], short_state(last["state"]), va="center", fontsize=8)
+    marks_seen = _draw_route_marks(ax, df, y_of, x)
     ax.set_yticks(range(len(tasks)))
-    ax.set_yticklabels([_short_id(t) for t in tasks], fontsize=8, family="monospace")
-    ax.invert_yaxis()
-    ax.set_xlim(-span * 0.02, span * 1.15)
-    ax.set_xlabel("seconds since first message")
-    ax.set_ylabel("Task.id")
+    ax.set_yticklabels([labels.get(t, _short_id(t)) for t in tasks], fontsize=8)
+    ax.set_ylim(len(tasks) - 0.45, -0.75)
+    ax.set_xlim((0.5, span * 1.08 + 1) if x == "step" else (-span * 0.02, span * 1.12))
+    ax.set_xlabel("step: message number within the task (its first request is 1)" if x == "step"
+                  else "seconds since first message")
     if more > 0:
         title += f" (first {max_tasks} of {max_tasks + more} tasks)"
     ax.set_title(title)
     order = [s for s in STATE_ORDER if s in seen] + [s for s in seen if s not in STATE_ORDER]
-    handles = [Patch(facecolor=STATE_COLORS.get(s, "#333333"), hatch="//" if S.is_interrupted(s) else None,
-                     edgecolor="black" if (S.is_interrupted(s) or S.is_terminal(s)) else "none",
-                     label=short_state(s) + (" (terminal)" if S.is_terminal(s) else ""))
-               for s in order]
+    handles: list[Any] = [Patch(facecolor=STATE_COLORS.get(s, "#333333"), hatch="//" if S.is_interrupted(s) else None,
+                                edgecolor="black" if (S.is_interrupted(s) or S.is_terminal(s)) else "none",
+                                label=short_state(s) + (" (terminal)" if S.is_terminal(s) else ""))
+                          for s in order]
+    handles += [_mark_handle(m) for m in MARK_STYLE if m in marks_seen]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ax.grid(axis="x", color="#eeeeee")
     fig.tight_layout()
     return fig
 
 
-def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10) -> Figure:
-    """Which agent each operation of a task went to, over time.
+def _mark_handle(mark: str) -> Line2D:
+    marker, ms, face, _ = MARK_STYLE[mark]
+    text = {"sent": "first sent to", "handover": "reply naming a new responder", "pool-assigned": "pool assignment",
+            "fallback": "fallback to the card agent", "no reply": "request with no reply"}[mark]
+    return Line2D([0], [0], marker=marker, ms=min(ms, 10), mfc=face, color="black", mew=0.7, ls="", label=text)
 
-    One line per task through its operations (filled marker: answered, hollow: no reply);
-    reroutes are annotated with their cause (``handover``, ``pool-assigned``, ``fallback``) and
-    replies that announced a new responder are starred (Optional Task Handover 2-4).
-    """
+
+def _draw_route_marks(ax: Any, df: pd.DataFrame, y_of: dict, x: str) -> set:
+    """The route marks of ``route_marks`` on each task's row, just above its bar; agent names written
+    over the marks (a mark without a new agent, ``no reply``, has no text)."""
+    marks = route_marks(df)
+    pos = dict(zip(df["i"], task_steps(df) if x == "step" else df["dt"]))
+    seen: set = set()
+    for i, task, mark, agent in zip(marks["i"], marks["task_id"], marks["mark"], marks["agent"]):
+        if task not in y_of:
+            continue
+        seen.add(mark)
+        marker, ms, face, prefix = MARK_STYLE[mark]
+        y, xm = y_of[task] - (0.0 if mark in ("sent", "no reply") else 0.3), float(pos[i])
+        ax.plot([xm], [y], marker=marker, ms=ms, mfc=face, color="black", mew=0.7, ls="", zorder=6,
+                gid=f"mark:{task}:{mark}")
+        if mark == "sent":  # below the row: the marks above it are the reroutes
+            ax.annotate(prefix + str(agent), xy=(xm, y), xytext=(-4, -7), textcoords="offset points", fontsize=7,
+                        va="top", color="#333333")
+        elif mark != "no reply":
+            ax.annotate(prefix + str(agent), xy=(xm, y), xytext=(5, 2), textcoords="offset points", fontsize=7,
+                        va="bottom", color="#333333", fontweight="bold")
+    return seen
+
+
+def route_hops(df: Source) -> pd.DataFrame:
+    """Every hop of every task, in order: each operation the requester sent (``kind="request"``:
+    its target, whether it was answered, the cause of a reroute) and each reply that named a new
+    responder (``kind="named"``: Optional Task Handover 2-4, Optional Shared Subscription
+    Dispatch 10), so the first hop of a double handover, which no request was sent to, is a row
+    too. Columns: ``task_id``, ``hop`` (0, 1, ... per task), ``i``, ``kind``, ``agent``,
+    ``method``, ``answered``, ``cause``."""
     df = load_traffic(df)
     rv = routing_view(df)
-    title = title or "Where each task's operations went"
-    if rv.empty:
+    rows = [(task, int(i), "request", target, method, bool(ans), cause or None)
+            for task, i, target, method, ans, cause in zip(rv["task_id"], rv["i"], rv["target"], rv["method"],
+                                                            rv["answered"], rv["cause"])]
+    tasks = dict(zip(df["i"], df["task_id"]))
+    methods = dict(zip(df["i"], df["method"]))
+    rows += [(tasks.get(i), i, "named", responder, methods.get(i), True, cause)
+             for i, (cause, responder) in _handover_rows(df).items()]
+    out = pd.DataFrame(rows, columns=["task_id", "i", "kind", "agent", "method", "answered", "cause"])
+    order = list(dict.fromkeys(rv["task_id"]))
+    out["_task"] = out["task_id"].map({t: k for k, t in enumerate(order)})
+    out = out.sort_values(["_task", "i"], kind="stable").drop(columns="_task").reset_index(drop=True)
+    out.insert(1, "hop", out.groupby("task_id", sort=False).cumcount())
+    return out
+
+
+def _hop_label(kind: str, method: Any, answered: bool, cause: Any) -> str:
+    if not isinstance(cause, str):
+        cause = None
+    if kind == "named":
+        return f"{cause}\n(named in reply)"
+    text = str(method or "request")
+    if cause:
+        text = f"{cause}\n{text}"
+    return text if answered else f"{text}\nno reply"
+
+
+def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
+                  names: Optional[Mapping[str, str]] = None) -> Figure:
+    """Where each task went, hop by hop: one panel per task, one row per agent it met.
+
+    A hop is an operation the requester sent (circle: filled if answered, hollow if no reply ever
+    came) or a reply that named a new responder (star: Optional Task Handover 2-4; pool
+    assignment, Optional Shared Subscription Dispatch 10). Hops are evenly spaced, in order, and
+    labelled underneath with their method and the cause of a reroute (``handover``,
+    ``pool-assigned``, ``fallback`` to the card agent: Requester Retry and Timeout Profile).
+    Markers of a task share its colour. Tasks with a reroute come first."""
+    df = load_traffic(df)
+    hops = route_hops(df)
+    title = title or "Where each task went, hop by hop"
+    if hops.empty:
         return _empty(title, "no task operations in this recording")
-    tasks = list(dict.fromkeys(rv["task_id"]))
-    interesting = [t for t in tasks if rv[rv["task_id"] == t]["reroute"].any()]
-    chosen = (interesting + [t for t in tasks if t not in interesting])[:max_tasks]
-    rv = rv[rv["task_id"].isin(chosen)]
-    hv = handovers(df)
-    hv = hv[hv["task_id"].isin(chosen)]
-    targets = list(dict.fromkeys(list(rv["target"]) + list(hv["responder"])))
-    y_of = {a: k for k, a in enumerate(targets)}
-    fig, ax = _new(min(6.0, max(3.5, 1.6 + 0.5 * len(targets))))
+    tasks = list(dict.fromkeys(hops["task_id"]))
+    rerouted = set(hops[hops["cause"].map(lambda c: isinstance(c, str))]["task_id"])
+    chosen = ([t for t in tasks if t in rerouted] + [t for t in tasks if t not in rerouted])[:max_tasks]
+    chosen = [t for t in tasks if t in chosen]  # keep recorded order among those shown
+    agents = {t: list(dict.fromkeys(hops[hops["task_id"] == t]["agent"])) for t in chosen}
+    labels = task_labels(df, names)
+    ratios = [len(a) + 1.3 for a in agents.values()]
+    height = min(9.0, max(3.0, 0.8 + 0.36 * sum(ratios)))
+    fig, axes = plt.subplots(len(chosen), 1, figsize=(WIDTH, height), squeeze=False,
+                             gridspec_kw={"height_ratios": ratios})
+    plt.close(fig)
+    n_hops = int(hops[hops["task_id"].isin(chosen)]["hop"].max()) + 1
     cmap = plt.get_cmap("tab10")
-    span = max(float(df["dt"].max()), 1e-3)
-    for k, task in enumerate(chosen):
-        sub = rv[rv["task_id"] == task]
-        color = cmap(k % 10)
-        xs, ys = list(sub["dt"]), [y_of[t] for t in sub["target"]]
-        ax.plot(xs, ys, "-", color=color, lw=1.2, alpha=0.7, drawstyle="steps-post")
-        for x, y, ans in zip(xs, ys, sub["answered"]):
-            ax.plot([x], [y], "o", ms=7, color=color, mfc=color if ans else "white", mew=1.5)
-        for x, y, cause, method in zip(xs, ys, sub["cause"], sub["method"]):
-            if cause:  # staggered per task so two reroutes at the same moment stay readable
-                right = x > span * 0.7  # near the right edge: write to the left of the point
-                ax.annotate(f"{cause} ({method})", xy=(x, y), xytext=(-6 if right else 6, -14 - 10 * (k % 3)),
-                            textcoords="offset points", fontsize=7, color=color, fontweight="bold",
-                            ha="right" if right else "left")
-        hsub = hv[hv["task_id"] == task]
-        for x, resp in zip(hsub["dt"], hsub["responder"]):
-            ax.plot([x], [y_of[resp]], marker="*", ms=12, color="#ff7f0e", mec="black", mew=0.6, zorder=5)
-    ax.set_yticks(range(len(targets)))
-    ax.set_yticklabels(targets)
-    ax.set_ylim(len(targets) - 0.5, -0.7)
-    ax.set_xlim(-span * 0.02, span * 1.1)
-    ax.set_xlabel("seconds since first message")
-    ax.set_ylabel("addressed agent")
-    handles = [Line2D([0], [0], color=cmap(k % 10), marker="o", label=_short_id(t)) for k, t in enumerate(chosen)]
-    handles += [Line2D([0], [0], marker="o", color="#555555", mfc="white", ls="", label="no reply"),
-                Line2D([0], [0], marker="*", color="#ff7f0e", mec="black", ls="", ms=11,
-                       label="reply naming a new responder")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
-              title="Task.id", title_fontsize=8)
-    ax.grid(axis="x", color="#eeeeee")
-    ax.set_title(title)
-    fig.tight_layout()
+    for k, (task, ax) in enumerate(zip(chosen, axes[:, 0])):
+        _draw_task_hops(ax, hops[hops["task_id"] == task], agents[task], cmap(k % 10))
+        ax.set_xlim(-0.5, n_hops - 0.5)
+        ax.set_title(labels.get(task, _short_id(task)), loc="left", fontsize=9, color=cmap(k % 10),
+                     fontweight="bold", pad=3)
+    axes[-1, 0].set_xlabel("hop (in order)")
+    shown = f" ({len(chosen)} of {len(tasks)} tasks)" if len(chosen) < len(tasks) else ""
+    axes[0, 0].set_title(title + shown, fontsize=11, pad=3)  # on the line of the first panel's task name
+    handles = [Line2D([0], [0], marker="o", color="#555555", ls="", label="request, answered"),
+               Line2D([0], [0], marker="o", color="#555555", mfc="white", mew=1.5, ls="", label="request, no reply"),
+               Line2D([0], [0], marker="*", color="#555555", ms=11, ls="", label="reply naming a new responder")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.035, 1, 1))
     return fig
+
+
+def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any) -> None:
+    """One task's panel: its hops joined in order, each labelled under its marker."""
+    y_of = {a: k for k, a in enumerate(agents)}
+    xs, ys = list(hops["hop"]), [y_of[a] for a in hops["agent"]]
+    ax.plot(xs, ys, "-", color=color, lw=1.2, alpha=0.6)
+    for x, y, kind, method, ans, cause in zip(xs, ys, hops["kind"], hops["method"], hops["answered"], hops["cause"]):
+        star = kind == "named"
+        ax.plot([x], [y], marker="*" if star else "o", ms=14 if star else 8, color=color,
+                mfc=color if ans else "white", mec="black" if star else color, mew=0.6 if star else 1.6, ls="",
+                zorder=5, gid=f"hop:{kind}")
+        ax.annotate(_hop_label(kind, method, ans, cause), xy=(x, y), xytext=(0, -8), textcoords="offset points",
+                    ha="center", va="top", fontsize=6.5, color="black" if isinstance(cause, str) else "#555555",
+                    fontweight="bold" if isinstance(cause, str) else "normal")
+    ax.set_yticks(range(len(agents)))
+    ax.set_yticklabels(agents, fontsize=8)
+    ax.set_ylim(len(agents) - 0.1, -0.5)
+    ax.set_xticks([])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.grid(axis="y", color="#eeeeee")
 
 
 def latency_chart(df: Source, title: Optional[str] = None, log: Optional[bool] = None) -> Figure:
@@ -400,3 +582,63 @@ def show_mermaid(text: str) -> Mermaid:
     if not isinstance(text, str):
         text = mermaid_sequence(text)
     return Mermaid(text)
+
+
+# -- a folder of charts -------------------------------------------------------------------------------
+
+def scenario_frames(df: Source) -> list[tuple[Any, pd.DataFrame]]:
+    """The recording cut into one piece per task, in order, so that every message is in exactly one
+    piece: a task's piece runs from the message after the previous task's last message to its own
+    last message (cards and events in between belong to the task that follows); messages after
+    the last task join the last piece. Pairs of (task id, frame); one ``(None, df)`` pair when the
+    recording has no task."""
+    df = load_traffic(df)
+    tasks = df[df["task_id"].notna()]
+    if tasks.empty:
+        return [(None, df)]
+    last = tasks.groupby("task_id", sort=False)["i"].max().sort_values(kind="stable")
+    pieces, start = [], -1
+    for n, (task, end) in enumerate(last.items()):
+        stop = df["i"].max() if n == len(last) - 1 else end
+        pieces.append((task, df[(df["i"] > start) & (df["i"] <= stop)]))
+        start = end
+    return pieces
+
+
+def save_charts(df: Source, folder: Any, names: Optional[Mapping[str, str]] = None) -> list[tuple[Any, str]]:
+    """Write every chart of a recording as PNG files into ``folder`` and an ``index.md`` that links
+    each with a line on what it shows: the state and reroute charts of all tasks, the latency
+    chart, and one sequence chart per task (``scenario_frames``) with every one of its messages,
+    so no message is left out. ``names`` maps task ids to the names rows are labelled with (the
+    story's scenarios). Returns the (path, description) pairs written, the index last."""
+    from pathlib import Path
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    df = load_traffic(df)
+    labels = task_labels(df, names)
+    written: list[tuple[Any, str]] = []
+
+    def save(fig: Figure, name: str, about: str) -> None:
+        fig.savefig(out / name, dpi=100, bbox_inches="tight")
+        written.append((out / name, about))
+
+    save(state_timeline(df, names=names, max_tasks=len(labels) or 1), "states.png",
+         "every task's states in message order (step axis), with where it was sent, handovers and fallbacks")
+    save(state_timeline(df, names=names, max_tasks=len(labels) or 1, x="time"), "states-time.png",
+         "the same states against time: how long each one lasted")
+    save(reroute_chart(df, names=names, max_tasks=len(labels) or 1), "reroutes.png",
+         "each task's hops: every agent it was sent to or handed over to, in order, and requests with no reply")
+    save(latency_chart(df), "latency.png", "time from each request to its first reply, by method")
+    for n, (task, piece) in enumerate(scenario_frames(df), start=1):
+        label = labels.get(task, "recording") if task is not None else "recording"
+        count = len(_arrows(piece))
+        slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+        save(sequence_chart(piece, max_messages=max(count, 1), title=f"{label}: who sent what to whom"),
+             f"sequence-{n}-{slug}.png", f"{label}: all {count} messages, who sent what to whom")
+    index = out / "index.md"
+    lines = ["# Charts of the recorded traffic", ""]
+    lines += [f"- [{path.name}]({path.name}): {about}" for path, about in written]
+    index.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    written.append((index, "this index"))
+    return written

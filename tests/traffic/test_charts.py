@@ -1,6 +1,8 @@
 """Charts return titled Figures without touching pyplot's state; Mermaid text is deterministic."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -11,9 +13,18 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from a2a_nb.protocol import states  # noqa: E402
 from a2a_nb.traffic.charts import (Mermaid, latency_chart, message_label, mermaid_sequence, reroute_chart,  # noqa: E402
-                                   sequence_chart, show_mermaid, state_timeline)
+                                   route_hops, save_charts, scenario_frames, sequence_chart, show_mermaid,
+                                   state_timeline, task_labels)
+from a2a_nb.traffic.frame import load_traffic  # noqa: E402
 
 from ._traffic import C1, T1, Traffic, clean_conversation  # noqa: E402
+
+FULL = Path(__file__).resolve().parents[2] / "data" / "recordings" / "full.jsonl"
+STORY = ["happy", "handover", "no-handover", "multi-handover", "handover-unreachable", "pool"]  # recorded order
+
+
+def story_names(df) -> dict:
+    return dict(zip(dict.fromkeys(df["task_id"].dropna()), STORY))
 
 CHARTS = (sequence_chart, state_timeline, reroute_chart, latency_chart)
 
@@ -69,11 +80,14 @@ def test_sequence_chart_marks_handovers_and_labels():
 def test_state_timeline_and_reroute_annotations():
     fig = state_timeline(handover_traffic().records)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == ["working", "input-required"]
+    assert labels[:2] == ["working", "input-required"]
+    assert {"first sent to", "reply naming a new responder", "fallback to the card agent"} <= set(labels)
     fig = reroute_chart(handover_traffic().records)
-    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
-    assert "handover (SendMessage)" in texts and "fallback (SendMessage)" in texts
-    assert fig.axes[0].get_ylabel() == "addressed agent"
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "handover\nSendMessage\nno reply" in texts and "fallback\nSendMessage" in texts
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["ticket-desk", "analyst-1"]
+    with pytest.raises(ValueError, match="'step'"):
+        state_timeline(handover_traffic().records, x="hours")
 
 
 def test_latency_chart_by_method():
@@ -122,3 +136,93 @@ def test_message_label_covers_every_event():
     assert message_label({"kind": "reply", "event": "message"}) == "message"
     assert message_label({"kind": "reply", "event": "task", "state": states.CANCELED}) == "task canceled"
     assert message_label({"kind": "pool", "method": "SendMessage"}) == "SendMessage"
+
+
+# -- the story's recording, read as a learner would --------------------------------------------------
+
+def drawn(ax, prefix: str) -> list[list[str]]:
+    """The gids of the artists of one kind (``state:<task>:<state>``, ``mark:<task>:<mark>``), split."""
+    return [a.get_gid().split(":", 2) for a in ax.get_children() if str(a.get_gid() or "").startswith(prefix + ":")]
+
+
+def test_state_timeline_shows_every_state_of_the_story_step_by_step():
+    df = load_traffic(FULL)
+    names = story_names(df)
+    ax = state_timeline(df, names=names).axes[0]
+    states_drawn = drawn(ax, "state")
+    paused = {task for _, task, st in states_drawn if st == states.INPUT_REQUIRED}
+    assert len(paused) == 5  # every task but multi-handover (its steps came first) waits for input
+    assert {names[t] for t in paused} == set(STORY) - {"multi-handover"}
+    assert len({task for _, task, st in states_drawn if st == states.SUBMITTED}) == 6
+    widths = [p.get_width() for p in ax.patches if str(p.get_gid() or "").startswith("state:")]
+    assert min(widths) >= 1  # step axis: even a state that lasted a millisecond is one message wide
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"{names[t]} · {t[:8]}" for t in names]
+    assert "step" in ax.get_xlabel()
+    time_ax = state_timeline(df, x="time").axes[0]
+    assert "seconds" in time_ax.get_xlabel()
+    assert len(drawn(time_ax, "state")) == len(states_drawn)
+
+
+def test_state_timeline_marks_where_each_task_went_on_its_row():
+    df = load_traffic(FULL)
+    names = story_names(df)
+    by_name = {v: k for k, v in names.items()}
+    ax = state_timeline(df, names=names).axes[0]
+    marks = drawn(ax, "mark")
+
+    def of(scenario):
+        return [m for _, task, m in marks if task == by_name[scenario]]
+
+    assert of("no-handover") == ["sent"]
+    assert of("multi-handover") == ["sent", "handover", "handover"]
+    assert of("handover-unreachable") == ["sent", "handover", "no reply", "no reply", "no reply", "fallback"]
+    assert of("pool") == ["sent", "pool-assigned"]
+    texts = [t.get_text() for t in ax.texts]
+    assert {"to ticket-desk", "→ analyst-1", "→ analyst-2", "fallback → ticket-desk", "to pool:analysts",
+            "pool → analyst-analysts-3"} <= set(texts)
+
+
+def test_task_labels_fall_back_to_the_ticket():
+    labels = task_labels(FULL)
+    assert len(labels) == 6 and all(label.startswith("TCK-4821 · ") for label in labels.values())
+
+
+def test_reroute_chart_one_panel_per_task_with_every_hop():
+    df = load_traffic(FULL)
+    names = story_names(df)
+    fig = reroute_chart(df, names=names)
+    panels = {ax.get_title(loc="left"): ax for ax in fig.axes}
+    assert list(panels) == [f"{n} · {t[:8]}" for t, n in names.items()]
+    multi = panels[next(k for k in panels if k.startswith("multi-handover"))]
+    assert [t.get_text() for t in multi.get_yticklabels()] == ["ticket-desk", "analyst-1", "analyst-2"]
+    kinds = [g[1] for g in drawn(multi, "hop")]
+    assert kinds == ["request", "named", "named", "request"]  # the first handover (to analyst-1) is a hop
+    for ax in fig.axes:  # one label per hop, each at its hop; no two hops at the same place
+        hops = [a for a in ax.get_lines() if str(a.get_gid() or "").startswith("hop:")]
+        xs = [float(h.get_xdata()[0]) for h in hops]
+        assert len(set(xs)) == len(xs) == len(ax.texts)
+        assert [float(t.xy[0]) for t in ax.texts] == xs
+        assert len({h.get_color() for h in hops}) == 1  # coloured by task
+    dies = panels[next(k for k in panels if k.startswith("handover-unreachable"))]
+    hollow = [h for h in dies.get_lines() if str(h.get_gid() or "").startswith("hop:") and h.get_mfc() == "white"]
+    assert len(hollow) == 3
+    assert "fallback\nSendStreamingMessage" in [t.get_text() for t in dies.texts]
+    hops = route_hops(df)
+    assert len(hops) == sum(len(drawn(ax, "hop")) for ax in fig.axes)
+
+
+def test_save_charts_draws_every_message_and_writes_an_index(tmp_path):
+    df = load_traffic(FULL)
+    pieces = scenario_frames(df)
+    assert [list(p["i"]) for _, p in pieces] and sum((list(p["i"]) for _, p in pieces), []) == list(df["i"])
+    written = save_charts(df, tmp_path, names=story_names(df))
+    pngs = [p for p, _ in written if p.suffix == ".png"]
+    assert all(p.is_file() and p.stat().st_size > 5000 for p in pngs)
+    sequences = [p for p in pngs if p.name.startswith("sequence-")]
+    assert len(sequences) == 6 and sequences[0].name == "sequence-1-happy-0bbfd26b.png"
+    counts = [int(about.split("all ")[1].split(" ")[0]) for p, about in written if p in sequences]
+    assert sum(counts) == len(df)  # every message of the recording is in one sequence chart
+    index = (tmp_path / "index.md").read_text()
+    for p in pngs:
+        assert f"[{p.name}]({p.name}): " in index
+    assert written[-1][0] == tmp_path / "index.md"
