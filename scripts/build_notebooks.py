@@ -1597,6 +1597,19 @@ HANDOVER = [
     print(coordinator)
     """),
     md("""
+    A recorder hears every A2A message of this lesson from now on (it only subscribes); step 8 draws
+    the four tasks' routes from what it heard.
+    """),
+    code("""
+    %matplotlib inline
+    from IPython.display import display
+
+    from a2a_nb.traffic import Recorder
+    from a2a_nb.traffic.charts import reroute_chart
+
+    recorder = Recorder(org_filter="$a2a/v1/+/acme/support/#").start()
+    """),
+    md("""
     The routing table as a widget: one row per task with its card agent, the agent answering for it
     now, and every reroute. It shows what the table holds when `refresh()` runs (or the *Refresh*
     button is clicked; tick *auto refresh* to follow changes by itself). It is empty for now; it will
@@ -1828,6 +1841,18 @@ HANDOVER = [
     code("""
     pd.DataFrame([{"case": case[r["task_id"]], **{k: m[k] for k in ("cause", "from", "to", "detail")}}
                   for r in view.rows() for m in r["reroutes"]])
+    """),
+    md("""
+    The same four tasks from the wire, as the recorder heard them: one panel per task, one row per
+    agent it met, one marker per **hop** in order. A circle is an operation the coordinator sent
+    (hollow: no reply came); a star is a reply whose `a2a-responder-agent-id` named a new responder,
+    so the first handover of "two handovers" shows although no request went to that analyst. The
+    label under each hop is its method and, in bold, why it went there.
+    """),
+    code("""
+    recorder.wait_idle(0.3)
+    recorder.stop()
+    display(reroute_chart(recorder, names=case, title="Lesson 05: where each task went, hop by hop"))
     """),
     md("""
     The user story's checklist, and where you saw each item:

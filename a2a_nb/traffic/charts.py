@@ -422,7 +422,7 @@ def _hop_label(kind: str, method: Any, answered: bool, cause: Any) -> str:
     if not isinstance(cause, str):
         cause = None
     if kind == "named":
-        return f"{cause}\n(named in reply)"
+        return f"{cause}\n(in a reply)"
     text = str(method or "request")
     if cause:
         text = f"{cause}\n{text}"
