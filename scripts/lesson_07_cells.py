@@ -238,18 +238,26 @@ def cells(md, code, IGNORE) -> list:
         display(sequence_chart(happy, title="The happy scenario: who sent what to whom"))
         """),
         md("""
-        The **state timeline**: per task, its state over time. Hatched segments are interrupted
-        states (the task waits for the coordinator); a black-edged square is a terminal state.
+        The **state timeline**: per task (a row, named by its scenario), the states it passed
+        through, step by step: the x axis counts the task's messages, so `submitted`, acknowledged a
+        millisecond after the request, is as wide as any other state. Hatched segments are
+        interrupted states (the task waits for the coordinator): five of the six tasks pause at
+        `input-required`. A black-edged square is a terminal state. On each row: where the task was
+        first sent (dot, below), every reply naming a new responder (star, with the agent), the
+        fallback to the card agent (diamond) and the requests that got no reply (hollow circles).
+        `x="time"` draws the same states against seconds.
         """),
         code("""
-        display(state_timeline(df))
+        display(state_timeline(df, names=TASKS))
         """),
         md("""
-        The **reroute chart**: which agent each operation of a task went to, over time (hollow
-        markers: no reply), with the cause of every reroute.
+        The **reroute chart**: one panel per task, one row per agent it met, one marker per hop in
+        order: an operation the coordinator sent (hollow: no reply) or a reply that named a new
+        responder (star; the multi-handover task shows both of its handovers). Under each hop: its
+        method and, in bold, the cause of the reroute.
         """),
         code("""
-        display(reroute_chart(df))
+        display(reroute_chart(df, names=TASKS))
         """),
         md("""
         The **latency chart**: time to the first reply by method, a box per method and every request
