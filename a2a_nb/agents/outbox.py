@@ -72,8 +72,9 @@ class Outbox:
         if result is not None and result.no_subscribers:
             self.unheard += 1
         with self._acked:
-            self._unacked[agent] = self._unacked.get(agent, 1) - 1
-            self._acked.notify_all()
+            left = self._unacked[agent] = self._unacked.get(agent, 1) - 1
+            if left == 0:  # what ``wait_acked`` waits for; a stream's other PUBACKs wake nobody
+                self._acked.notify_all()
 
     def wait_acked(self, agent: str, timeout: float) -> bool:
         """Wait until the broker acknowledged everything ``agent`` published; False on timeout."""

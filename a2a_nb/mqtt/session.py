@@ -566,12 +566,17 @@ def _fixed_properties(packet_type: int, response_topic: Optional[str], correlati
                       content_type: Optional[str], message_expiry: Optional[int],
                       payload_format: Optional[int]) -> Properties:
     """Every property but the User Properties, set through paho's public attribute API (which
-    checks name and packet type). Cached: callers copy it and never change it."""
+    checks name and packet type). Cached: callers copy it and never change it. A new Correlation
+    Data is set on a copy of the same properties without it (cached too): a requester's requests
+    differ only in their Correlation Data."""
+    if correlation is not None:
+        props = copy.copy(_fixed_properties(packet_type, response_topic, None, content_type, message_expiry,
+                                            payload_format))
+        props.CorrelationData = correlation
+        return props
     props = copy.copy(_BLANK[packet_type])
     if response_topic is not None:
         props.ResponseTopic = response_topic
-    if correlation is not None:
-        props.CorrelationData = correlation
     if content_type is not None:
         props.ContentType = content_type
     if message_expiry is not None:
