@@ -1,6 +1,9 @@
 """Charts return titled Figures without touching pyplot's state; Mermaid text is deterministic."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -13,7 +16,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from a2a_nb.protocol import states  # noqa: E402
 from a2a_nb.traffic.charts import (Mermaid, latency_chart, message_label, mermaid_sequence, reroute_chart,  # noqa: E402
-                                   route_hops, save_charts, scenario_frames, sequence_chart, show_mermaid,
+                                   route_hops, scenario_frames, sequence_chart, show_mermaid,
                                    state_timeline, task_labels)
 from a2a_nb.traffic.frame import load_traffic  # noqa: E402
 
@@ -211,18 +214,29 @@ def test_reroute_chart_one_panel_per_task_with_every_hop():
     assert len(hops) == sum(len(drawn(ax, "hop")) for ax in fig.axes)
 
 
-def test_save_charts_draws_every_message_and_writes_an_index(tmp_path):
+def test_story_sequence_charts_draw_every_message_once():
+    """``save_charts`` draws one sequence chart per piece of ``scenario_frames``: no message left out."""
     df = load_traffic(FULL)
     pieces = scenario_frames(df)
-    assert [list(p["i"]) for _, p in pieces] and sum((list(p["i"]) for _, p in pieces), []) == list(df["i"])
-    written = save_charts(df, tmp_path, names=story_names(df))
-    pngs = [p for p, _ in written if p.suffix == ".png"]
-    assert all(p.is_file() and p.stat().st_size > 5000 for p in pngs)
-    sequences = [p for p in pngs if p.name.startswith("sequence-")]
-    assert len(sequences) == 6 and sequences[0].name == "sequence-1-happy-0bbfd26b.png"
-    counts = [int(about.split("all ")[1].split(" ")[0]) for p, about in written if p in sequences]
-    assert sum(counts) == len(df)  # every message of the recording is in one sequence chart
+    assert [task for task, _ in pieces] == list(story_names(df))
+    assert sum((list(p["i"]) for _, p in pieces), []) == list(df["i"])  # each message in exactly one piece
+    drawn_rows = 0
+    for _, piece in pieces:
+        ax = sequence_chart(piece, max_messages=len(piece)).axes[0]
+        assert "first" not in ax.get_title()
+        drawn_rows += len(ax.get_yticklabels())  # one row (and tick) per message
+    assert drawn_rows == len(df) == 107
+
+
+def test_story_charts_names_rows_by_scenario_and_indexes_them(tmp_path, broker_url):
+    """``python -m a2a_nb story --charts DIR`` on the real broker: every chart listed in index.md."""
+    env = dict(os.environ, A2A_BROKER_URL=broker_url)
+    out = subprocess.run([sys.executable, "-m", "a2a_nb", "story", "--scenario", "multi-handover", "--pace", "0",
+                          "--charts", str(tmp_path)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
     index = (tmp_path / "index.md").read_text()
-    for p in pngs:
-        assert f"[{p.name}]({p.name}): " in index
-    assert written[-1][0] == tmp_path / "index.md"
+    names = [line.split("](")[1].split(")")[0] for line in index.splitlines() if line.startswith("- [")]
+    assert names[:4] == ["states.png", "states-time.png", "reroutes.png", "latency.png"]
+    assert len(names) == 5 and names[4].startswith("sequence-1-multi-handover-")
+    assert all((tmp_path / n).is_file() for n in names)
+    assert f"chart: {tmp_path / 'index.md'}" in out.stdout
