@@ -485,12 +485,13 @@ def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any) -> No
                 zorder=5, gid=f"hop:{kind}")
         ax.annotate(_hop_label(kind, method, ans, cause), xy=(x, y), xytext=(0, -8), textcoords="offset points",
                     ha="center", va="top", fontsize=6.5, color="black" if isinstance(cause, str) else "#555555",
-                    fontweight="bold" if isinstance(cause, str) else "normal")
+                    fontweight="bold" if isinstance(cause, str) else "normal", zorder=6,
+                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))  # over the line
     ax.set_yticks(range(len(agents)))
     ax.set_yticklabels(agents, fontsize=8)
     ax.set_ylim(len(agents) - 0.1, -0.5)
     ax.set_xticks([])
-    for side in ("top", "right"):
+    for side in ("top", "right", "bottom"):  # the labels under the last row may reach the bottom edge
         ax.spines[side].set_visible(False)
     ax.grid(axis="y", color="#eeeeee")
 
