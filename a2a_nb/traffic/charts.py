@@ -608,9 +608,9 @@ def scenario_frames(df: Source) -> list[tuple[Any, pd.DataFrame]]:
 
 def save_charts(df: Source, folder: Any, names: Optional[Mapping[str, str]] = None) -> list[tuple[Any, str]]:
     """Write every chart of a recording as PNG files into ``folder`` and an ``index.md`` that links
-    each with a line on what it shows: the state and reroute charts of all tasks, the latency
-    chart, and one sequence chart per task (``scenario_frames``) with every one of its messages,
-    so no message is left out. ``names`` maps task ids to the names rows are labelled with (the
+    each with a line on what it shows, then shows them one after the other: the state and reroute
+    charts of all tasks, the latency chart, and one sequence chart per task (``scenario_frames``)
+    with every one of its messages, so no message is left out. ``names`` maps task ids to the names rows are labelled with (the
     story's scenarios). Returns the (path, description) pairs written, the index last."""
     from pathlib import Path
 
@@ -640,6 +640,8 @@ def save_charts(df: Source, folder: Any, names: Optional[Mapping[str, str]] = No
     index = out / "index.md"
     lines = ["# Charts of the recorded traffic", ""]
     lines += [f"- [{path.name}]({path.name}): {about}" for path, about in written]
+    for path, about in written:  # then each chart in place, for a Markdown viewer (JupyterLab, GitHub)
+        lines += ["", f"## {path.name}", "", about, "", f"![{about}]({path.name})"]
     index.write_text("\n".join(lines) + "\n", encoding="utf-8")
     written.append((index, "this index"))
     return written
