@@ -610,8 +610,9 @@ def save_charts(df: Source, folder: Any, names: Optional[Mapping[str, str]] = No
     """Write every chart of a recording as PNG files into ``folder`` and an ``index.md`` that links
     each with a line on what it shows, then shows them one after the other: the state and reroute
     charts of all tasks, the latency chart, and one sequence chart per task (``scenario_frames``)
-    with every one of its messages, so no message is left out. ``names`` maps task ids to the names rows are labelled with (the
-    story's scenarios). Returns the (path, description) pairs written, the index last."""
+    with every one of its messages, so no message is left out. ``names`` maps task ids to the
+    names rows are labelled with (the story's scenarios). Returns the (path, description) pairs
+    written, the index last."""
     from pathlib import Path
 
     out = Path(folder)
