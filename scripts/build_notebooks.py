@@ -534,10 +534,10 @@ DISCOVERY = [
     md("""
     ## Step 9. Clean up
 
-    A graceful `stop()` leaves each card on the broker marked `offline` (source `agent`).
+    A graceful `stop()` leaves each card on the broker marked `offline` (source `agent`). The
+    browser above stays open: its filter still works on the cards it has seen.
     """),
     code("""
-    browser.close()
     desk.stop()
     echo.stop()
     disco.close()
@@ -859,12 +859,21 @@ SEND_AND_TRACK = [
     form
     """, IGNORE),
     md("""
-    ## Step 11. Clean up
+    ## Step 11. Clean up, when you are done with the form
+
+    The form needs the agents and the coordinator, so *Run All* leaves them running: this cell only
+    defines `clean_up()`. Call it when you are done (the form then stops working), or shut the kernel
+    down (*Kernel ▸ Shut Down Kernel*): the broker then marks the agents offline by their last will.
     """),
     code("""
-    desk.stop()
-    echo.stop()
-    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+    def clean_up():
+        \"\"\"Stop the agents and close this notebook's MQTT sessions (the form above stops working).\"\"\"
+        desk.stop()
+        echo.stop()
+        print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+    print("the agents keep running for the form above: call clean_up() when you are done")
     """),
     md("""
     ## Summary
@@ -1868,9 +1877,10 @@ HANDOVER = [
     | failure: property missing → keep routing to the card agent | step 5 |
 
     ## Step 9. Clean up
+
+    The agents stop; the routing view above stays: *Refresh* still reads the coordinator's table.
     """),
     code("""
-    view.close()
     tap.close()
     desk.stop()
     print(f"closed {a2a_nb.stop_all()} MQTT session(s)")

@@ -84,4 +84,11 @@ if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ pyproject.toml -n
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
   touch "$stamp"
 fi
+# JupyterLab settings of this venv (scripts/jupyterlab-overrides.json): save the widgets' state with
+# the notebook, so a lesson saved after Run All and reopened later shows its widgets, not
+# "Error displaying widget: model not found".
+settings="$VENV/share/jupyter/lab/settings"
+if [ -d "$VENV/share/jupyter/lab" ] && ! cmp -s scripts/jupyterlab-overrides.json "$settings/overrides.json"; then
+  mkdir -p "$settings" && cp scripts/jupyterlab-overrides.json "$settings/overrides.json"
+fi
 echo "== ready: $("$VENV/bin/python" --version), paho-mqtt $("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("paho-mqtt"))'), mosquitto $( (mosquitto -h 2>/dev/null || /usr/sbin/mosquitto -h 2>/dev/null || true) | head -1 | awk '{print $3}')"

@@ -1,0 +1,144 @@
+"""One JupyterLab for the browser tests, driven by Debian's Chromium through playwright.
+
+JupyterLab runs from the venv on a temporary copy of ``notebooks/`` (and ``data/``, which lesson
+07 reads as ``../data``), with ``A2A_BROKER_URL`` pointing at the test session's Mosquitto
+(tests/conftest.py sets it before this module starts the server, and the kernels inherit it).
+
+Playwright's own browser download is not used: the tests launch ``/usr/bin/chromium`` (or
+``$A2A_CHROMIUM``). Without Chromium or the playwright package the module is skipped, saying which
+is missing; where both are present nothing is skipped.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("A2A_CHROMIUM", "/usr/bin/chromium")
+# the flags a closed network needs: without the background-networking ones Chromium keeps trying
+# (and failing) to reach Google's hosts
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LAB_START_TIMEOUT_S = 90
+
+
+def _missing() -> str | None:
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} not found: install Debian's chromium (scripts/setup.sh does, as root) to run tests/browser"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (it is pinned in requirements.txt: run `make setup`)"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _missing()
+    if reason is None:
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A running JupyterLab: its base URL, token and the folder it serves."""
+
+    def __init__(self, url: str, token: str, root: Path, log: Path):
+        self.url, self.token, self.root, self.log = url, token, root, log
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+
+@pytest.fixture(scope="session")
+def lab(broker_url, tmp_path_factory):
+    """JupyterLab on a copy of the notebooks, started once and stopped at the end."""
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    work = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "notebooks", work / "notebooks")
+    shutil.copytree(ROOT / "data", work / "data")
+    home = work / "home"  # settings and workspaces of this server only, not the user's
+    for d in ("config", "data", "runtime", "settings", "workspaces"):
+        (home / d).mkdir(parents=True)
+    token, port = secrets.token_hex(16), _free_port()
+    env = dict(os.environ, A2A_BROKER_URL=broker_url, JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    cmd = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", f"--port={port}",
+           "--ip=127.0.0.1", f"--ServerApp.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = work / "jupyterlab.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=work / "notebooks")
+    url = f"http://127.0.0.1:{port}"
+    server = Lab(url, token, work / "notebooks", log)
+    deadline = time.monotonic() + LAB_START_TIMEOUT_S
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start in {LAB_START_TIMEOUT_S} s:\n{server.log_tail()}")
+                time.sleep(0.3)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def browser(lab):
+    """Debian's Chromium, headless, with a fresh profile."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="a2a-chromium-")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1280, "height": 900})
+        try:
+            yield context
+        finally:
+            context.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory) -> Path:
+    """Where the screenshots go (``A2A_BROWSER_SHOTS`` to keep them somewhere known)."""
+    where = os.environ.get("A2A_BROWSER_SHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        return Path(where)
+    return tmp_path_factory.mktemp("shots")

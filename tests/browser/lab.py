@@ -1,0 +1,101 @@
+"""What a person does in JupyterLab 4, as playwright steps: open a notebook, Run All Cells, wait
+for the kernel, save, shut the kernel down, reopen. Menu items are found by their JupyterLab
+command id (``data-command``), not by position."""
+from __future__ import annotations
+
+from pathlib import Path
+
+RUN_ALL_TIMEOUT_MS = 120_000
+MODEL_NOT_FOUND = "model not found"
+
+
+def open_notebook(page, lab, name: str) -> None:
+    """Open ``name`` in a fresh tab layout and wait until its kernel is idle."""
+    page.goto(lab.notebook_url(name))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    answer_kernel_dialog(page)
+    wait_idle(page, timeout_ms=60_000)
+
+
+def answer_kernel_dialog(page, timeout_ms: int = 10_000) -> None:
+    """JupyterLab may ask which kernel to start: a person keeps the notebook's own (*Select*).
+    Its news question in the corner is answered *No*."""
+    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:
+        dialog.wait_for(state="visible", timeout=timeout_ms)
+    except Exception:  # no question asked: the kernel starts by itself
+        return
+    dialog.locator("button", has_text="Select").click()
+    dialog.wait_for(state="hidden")
+
+
+def dismiss_news(page) -> None:
+    """Answer JupyterLab's "notified about official Jupyter news?" toast with *No* whenever it shows."""
+    news = page.locator(".jp-Notification-Toast", has_text="Jupyter news")
+    page.add_locator_handler(news, lambda loc: loc.get_by_role("button", name="No").click())
+
+
+def command(page, menu: str, command_id: str) -> None:
+    """Click ``menu`` in the menu bar, then the item that runs ``command_id``."""
+    page.locator(".lm-MenuBar-item", has_text=menu).first.click()
+    page.locator(f".lm-Menu-item[data-command='{command_id}']").first.click()
+
+
+def wait_idle(page, timeout_ms: int = RUN_ALL_TIMEOUT_MS) -> None:
+    """Until the kernel is idle and no cell prompt shows ``[*]`` (running or queued)."""
+    page.wait_for_function(
+        """() => {
+            const ind = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
+            const busy = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt')]
+                .some(p => p.textContent.includes('*'));
+            return ind && ind.getAttribute('data-status') === 'idle' && !busy;
+        }""", timeout=timeout_ms, polling=250)
+
+
+def run_all(page) -> None:
+    """Run ▸ Run All Cells, then wait until every cell ran."""
+    command(page, "Run", "runmenu:run-all")
+    page.wait_for_timeout(500)  # let the first cell go busy
+    wait_idle(page)
+
+
+def errors_in_outputs(page) -> list[str]:
+    """Text of every error output (a traceback) in the open notebook."""
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output[data-mime-type="
+                        "'application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type="
+                        "'application/vnd.jupyter.error']").all_inner_texts()
+
+
+def cell_with(page, text: str):
+    """The code cell whose source contains ``text``."""
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell", has_text=text).first
+
+
+def save_and_shut_down(page) -> None:
+    """File ▸ Save Notebook, then Kernel ▸ Shut Down Kernel."""
+    from playwright.sync_api import expect
+
+    command(page, "File", "docmanager:save")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+    command(page, "Kernel", "kernelmenu:shutdown")
+    expect(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar")).to_contain_text("No Kernel")
+
+
+def shot(page, folder: Path, name: str) -> Path:
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
+def open_reopened(page, lab, name: str) -> None:
+    """Open ``name`` again after its kernel was shut down, without starting a kernel (*No Kernel*),
+    as a person reading yesterday's work does."""
+    page.goto(lab.notebook_url(name))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:
+        dialog.wait_for(state="visible", timeout=5_000)
+        dialog.locator("button", has_text="No Kernel").click()
+    except Exception:
+        pass
+    page.wait_for_timeout(1500)  # widget views render from the stored state, or say they cannot
