@@ -307,7 +307,8 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
     Interrupted states (input-required, auth-required) are hatched: the task waits for the
     requester; a terminal state is a black-edged square: the task never changes again. On each
     row: where the task was sent, every reply naming a new responder (star), every fallback to the
-    card agent (diamond) and every request that got no reply (hollow circle). Rows are labelled
+    card agent (diamond) and every request that got no reply (hollow circle), with the agent's
+    name on the step axis (on the time axis marks can be milliseconds apart). Rows are labelled
     ``names[task_id]`` (or the ticket) and a short task id. Each state segment's artist has the gid
     ``state:<task_id>:<state>``, so what is drawn can be counted.
     """
@@ -372,8 +373,8 @@ def _mark_handle(mark: str) -> Line2D:
 
 
 def _draw_route_marks(ax: Any, df: pd.DataFrame, y_of: dict, x: str) -> set:
-    """The route marks of ``route_marks`` on each task's row, just above its bar; agent names written
-    over the marks (a mark without a new agent, ``no reply``, has no text)."""
+    """The route marks of ``route_marks`` on each task's row, just above its bar; on the step axis
+    the agent's name next to each mark (``no reply`` has none)."""
     marks = route_marks(df)
     pos = dict(zip(df["i"], task_steps(df) if x == "step" else df["dt"]))
     seen: set = set()
@@ -385,6 +386,8 @@ def _draw_route_marks(ax: Any, df: pd.DataFrame, y_of: dict, x: str) -> set:
         y, xm = y_of[task] - (0.0 if mark in ("sent", "no reply") else 0.3), float(pos[i])
         ax.plot([xm], [y], marker=marker, ms=ms, mfc=face, color="black", mew=0.7, ls="", zorder=6,
                 gid=f"mark:{task}:{mark}")
+        if x == "time":  # marks a few ms apart would overprint their names: the step axis writes them
+            continue
         if mark == "sent":  # below the row: the marks above it are the reroutes
             ax.annotate(prefix + str(agent), xy=(xm, y), xytext=(-4, -7), textcoords="offset points", fontsize=7,
                         va="top", color="#333333")
