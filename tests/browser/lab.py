@@ -60,10 +60,9 @@ def run_all(page) -> None:
 
 
 def errors_in_outputs(page) -> list[str]:
-    """Text of every error output (a traceback) in the open notebook."""
-    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output[data-mime-type="
-                        "'application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type="
-                        "'application/vnd.jupyter.error']").all_inner_texts()
+    """The tracebacks shown in the open notebook (a cell that raised; Run All stops there)."""
+    texts = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output").all_inner_texts()
+    return [t for t in texts if "Traceback (most recent call last)" in t or t.lstrip().startswith("-" * 20)]
 
 
 def cell_with(page, text: str):

@@ -38,7 +38,7 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
     box = cell.locator(".jupyter-widgets input[type='text']").first
     box.wait_for(state="visible")
     shot(page, shots, "01-browser-live")
-    output = cell.locator(".jp-OutputArea")
+    output = cell.locator(".jp-Cell-outputArea")
     expect(output).to_contain_text("2 of 2 agent(s)")
     box.fill("root-cause-analysis")
     expect(output).to_contain_text("1 of 2 agent(s) on $a2a/v1/discovery/acme/support/+ with skill tags "
@@ -56,6 +56,98 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
     shot(page, shots, "01-reopened")
     cell = cell_with(page, "discovery_browser(disco)")
     cell.scroll_into_view_if_needed()
-    shown = cell.locator(".jp-OutputArea").inner_text()
-    assert MODEL_NOT_FOUND not in shown
-    assert "ticket-desk" in shown
+    shown = cell.locator(".jp-Cell-outputArea")
+    expect(shown).to_contain_text("ticket-desk")
+    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+
+
+def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
+    open_notebook(page, lab, "02-send-and-track.ipynb")
+    run_all(page)
+    assert errors_in_outputs(page) == []
+    cell = cell_with(page, "send_form(coordinator")
+    cell.scroll_into_view_if_needed()
+    output = cell.locator(".jp-Cell-outputArea")
+    send = output.get_by_role("button", name="Send")
+    send.wait_for(state="visible")
+    shot(page, shots, "02-form-live")
+    send.click()  # the ticket text is filled in: the desk's analyst asks for reproduction steps
+    expect(output).to_contain_text("→ SendMessage to ticket-desk")
+    expect(output).to_contain_text("task input-required")
+    shot(page, shots, "02-form-input-required")
+    follow = output.get_by_label("continue the last task")
+    expect(follow).to_be_enabled()
+    follow.check()
+    output.locator("input[type='text']").fill("1. check out 2. the status stays 'pending'")
+    send.click()
+    expect(output).to_contain_text("→ continue task")
+    page.wait_for_function(
+        "(el) => /continue task[\\s\\S]*← /.test(el.innerText)", arg=output.element_handle(), timeout=30_000)
+    shot(page, shots, "02-form-continued")
+    assert "✗" not in output.inner_text()  # the form showed no error line
+
+    save_and_shut_down(page)
+    open_reopened(page, lab, "02-send-and-track.ipynb")
+    cell = cell_with(page, "send_form(coordinator")
+    cell.scroll_into_view_if_needed()
+    shot(page, shots, "02-reopened")
+    shown = cell.locator(".jp-Cell-outputArea")
+    expect(shown).to_contain_text("→ continue task")  # the saved state keeps what the form showed
+    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+
+
+def test_routing_view_refreshes_after_run_all(page, lab, shots):
+    open_notebook(page, lab, "05-handover.ipynb")
+    run_all(page)
+    assert errors_in_outputs(page) == []
+    cell = cell_with(page, "view = routing_table_view(coordinator)")
+    cell.scroll_into_view_if_needed()
+    output = cell.locator(".jp-Cell-outputArea")
+    refresh = output.get_by_role("button", name="Refresh")
+    refresh.wait_for(state="visible")
+    expect(output).to_contain_text("handover")
+    before = output.inner_text()
+    page.wait_for_timeout(1100)  # the caption says the time to the millisecond
+    refresh.click()
+    page.wait_for_function("([el, old]) => el.innerText !== old", arg=[output.element_handle(), before])
+    shot(page, shots, "05-view-refreshed")
+    assert "refreshed at" in output.inner_text()
+
+    save_and_shut_down(page)
+    open_reopened(page, lab, "05-handover.ipynb")
+    cell = cell_with(page, "view = routing_table_view(coordinator)")
+    cell.scroll_into_view_if_needed()
+    shot(page, shots, "05-reopened")
+    shown = cell.locator(".jp-Cell-outputArea")
+    expect(shown).to_contain_text("handover")
+    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+
+
+def test_player_steps_and_plays_after_run_all(page, lab, shots):
+    open_notebook(page, lab, "07-traffic-analysis.ipynb")
+    run_all(page)
+    assert errors_in_outputs(page) == []
+    cell = cell_with(page, "player = TrafficPlayer(happy)")
+    cell.scroll_into_view_if_needed()
+    output = cell.locator(".jp-Cell-outputArea")
+    view = output.locator(".a2a-step")
+    view.wait_for(state="visible")
+    start = int(view.get_attribute("data-i"))
+    output.get_by_role("button", name="▶").click()  # next message
+    expect(view).to_have_attribute("data-i", str(start + 1))
+    shot(page, shots, "07-player-next")
+    output.locator(".widget-play button").first.click()  # Play: one message every interval
+    shot(page, shots, "07-player-playing")
+    expect(view).to_have_attribute("data-i", str(start + 2), timeout=15_000)
+    expect(view).to_have_attribute("data-i", str(start + 3), timeout=15_000)
+    output.locator(".widget-play button").first.click()  # Pause
+    shot(page, shots, "07-player-played")
+
+    save_and_shut_down(page)
+    open_reopened(page, lab, "07-traffic-analysis.ipynb")
+    cell = cell_with(page, "player = TrafficPlayer(happy)")
+    cell.scroll_into_view_if_needed()
+    shot(page, shots, "07-reopened")
+    shown = cell.locator(".jp-Cell-outputArea")
+    expect(shown).to_contain_text("message #")
+    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
