@@ -30,12 +30,12 @@ import uuid
 from collections import Counter
 from typing import Optional, Union
 
-from .agents.requester import Requester
-from .agents.responder import Responder, ResponderOptions
-from .agents.runtime import TaskRuntime
-from .mqtt.broker import BrokerEndpoint, resolve
-from .protocol import messages, states
-from .protocol.retry import RetryProfile
+from a2a_nb.agents.requester import Requester
+from a2a_nb.agents.responder import Responder, ResponderOptions
+from a2a_nb.agents.runtime import TaskRuntime
+from a2a_nb.mqtt.broker import BrokerEndpoint, resolve
+from a2a_nb.protocol import messages, states
+from a2a_nb.protocol.retry import RetryProfile
 
 LOAD_RETRY = RetryProfile(reply_first_timeout_s=30.0, stream_idle_timeout_s=30.0, max_attempts=2,
                           backoff_s=(0.5,))
@@ -249,12 +249,12 @@ def run_desk_burst(url: Union[str, BrokerEndpoint, None] = None, requests: int =
     analyst connections, and still answers the request after the burst. Returns the counts and
     this process's threads / fds / RSS before the desk starts, after the burst, and after it stopped.
     """
-    from .agents.requester import Requester
-    from .mqtt.session import Session
-    from .protocol import errors as a2a_errors
-    from .protocol import jsonrpc, topics
-    from .protocol.packet import MqttMessage, encode_json
-    from .story.cast import MAX_ANALYSTS, TicketDesk
+    from a2a_nb.agents.requester import Requester
+    from a2a_nb.mqtt.session import Session
+    from a2a_nb.protocol import errors as a2a_errors
+    from a2a_nb.protocol import jsonrpc, topics
+    from a2a_nb.protocol.packet import MqttMessage, encode_json
+    from a2a_nb.story.cast import MAX_ANALYSTS, TicketDesk
 
     endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
     unit = unit or f"burst-{uuid.uuid4().hex[:8]}"
@@ -315,7 +315,7 @@ def run_echo_memory(url: Union[str, BrokerEndpoint, None] = None, n: int = 5000,
     RSS before and after. Each one is a task the agent stores and a route the requester keeps;
     both are bounded (``MemoryTaskStore`` keeps a bounded number of terminal tasks, the requester's
     routing table the most recent ones), so RSS levels off instead of growing with ``n``."""
-    from .story.cast import echo_handler
+    from a2a_nb.story.cast import echo_handler
 
     endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
     unit = unit or f"echo-{uuid.uuid4().hex[:8]}"

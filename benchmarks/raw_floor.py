@@ -14,7 +14,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from .broker import BrokerEndpoint
+from a2a_nb.mqtt.broker import BrokerEndpoint
 
 
 def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:

@@ -6,20 +6,21 @@ Ratios, not absolute times, are what the targets speak of: the kit's SendMessage
 
 Resources: a burst of SendMessage requests against a ticket desk (bounded: completions or -32004,
 threads and fds before/after) and many echo round trips (RSS before/after: the task store and the
-routing table are bounded, so memory levels off); see ``bench_load.run_desk_burst`` / ``run_echo_memory``.
+routing table are bounded, so memory levels off); see ``load.run_desk_burst`` / ``load.run_echo_memory``.
 """
 from __future__ import annotations
 
 import time
 from typing import Callable, Optional
 
-from .agents.requester import Requester
-from .bench_load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
-from .agents.responder import Responder, ResponderOptions
-from .mqtt import raw_floor
-from .mqtt.broker import resolve
-from .protocol.retry import RetryProfile
-from .traffic import bench as traffic_bench
+from a2a_nb.agents.requester import Requester
+from a2a_nb.agents.responder import Responder, ResponderOptions
+from a2a_nb.mqtt.broker import resolve
+from a2a_nb.protocol.retry import RetryProfile
+
+from . import raw_floor
+from . import traffic as traffic_bench
+from .load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
 
 BENCH_RETRY = RetryProfile(reply_first_timeout_s=5, stream_idle_timeout_s=10)
 SEND_TARGET = 1.5  # kit SendMessage round trip at most this many times the raw request/reply floor

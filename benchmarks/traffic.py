@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any, Optional
 
-from ..protocol.streams import STREAM_SEQ
+from a2a_nb.protocol.streams import STREAM_SEQ
 
 ORG, UNIT = "acme", "support"
 
@@ -101,7 +101,7 @@ def bench_load_traffic(n: int = 200_000, seed: int = 4821, million_budget_s: flo
     Also loads 1,000,000 records when the measured rate says it takes under ``million_budget_s``
     seconds; otherwise reports the extrapolated time (``million_measured`` False).
     """
-    from .frame import load_traffic
+    from a2a_nb.traffic.frame import load_traffic
 
     recs = synthetic_records(n, seed)
     load_traffic(recs[:2000])  # warm-up (imports, caches)
@@ -141,9 +141,9 @@ def bench_recorder(broker_url: Optional[str] = None, n: int = 20_000, payload_si
     The messages go to a bench agent's event topic (``$a2a/v1/event/acme/support/bench-...``), so
     no agent of a running lesson reacts to them.
     """
-    from ..mqtt.session import Session
-    from ..protocol.packet import MqttMessage
-    from .recorder import Recorder
+    from a2a_nb.mqtt.session import Session
+    from a2a_nb.protocol.packet import MqttMessage
+    from a2a_nb.traffic.recorder import Recorder
 
     tag = secrets.token_hex(3)
     topic = f"$a2a/v1/event/{ORG}/{UNIT}/bench-{tag}"

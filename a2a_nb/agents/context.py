@@ -35,7 +35,7 @@ class TaskContext:
     # -- what came in ----------------------------------------------------------------------------------
     @property
     def task(self) -> dict:
-        return self.runtime.get(self.task_id).task
+        return self.runtime.record(self.task_id).task
 
     @property
     def context_id(self) -> str:

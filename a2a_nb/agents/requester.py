@@ -304,7 +304,7 @@ class Requester:
                     f"(first-reply timeout {self.retry.reply_first_timeout_s:g} s each)"
                     + (f"; task {task_id} may still be running" if task_id else ""))
             self.stats.fallbacks += 1
-            self._persist_route(task_id, reroute)
+            self._persist_route(reroute.task_id, reroute)
             target = reroute.to
 
     def _attempts(self, call: _Call, target: Address, payload: bytes, props: tuple) -> Optional[MqttMessage]:
@@ -434,7 +434,7 @@ class Requester:
                 raise ValueError("a new task needs a target: send('ticket-desk', ...) or send('pool:NAME', ...)")
             self.routing.start(task_id, self.address(to), time.time())
             self._persist_route(task_id)
-        return self.routing.target(task_id)
+        return self.target_of(task_id)
 
     def get_task(self, task_id: str, *, history_length: Optional[int] = None, to: Optional[Target] = None) -> dict:
         return self.get_task_reply(task_id, history_length=history_length, to=to).result
@@ -485,7 +485,7 @@ class Requester:
         return f"<Requester {self.org}/{self.unit}/{self.agent} replies on {self.reply_topic}>"
 
 
-def _ids_of(task: Any) -> tuple[str, str]:
+def _ids_of(task: Any) -> tuple[Optional[str], Optional[str]]:
     if isinstance(task, (TaskView,)):
         return task.task_id, task.context_id
     if isinstance(task, Stream):

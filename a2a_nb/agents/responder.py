@@ -114,10 +114,10 @@ class Responder:
         self.stats = ResponderStats()
         self.request_topic = topics.request_topic(org, unit, agent)
         self.discovery_topic = topics.discovery_topic(org, unit, agent)
-        self._queue: "queue.Queue[Optional[MqttMessage]]" = queue.Queue()
+        self._queue: "queue.Queue[Optional[tuple[MqttMessage, bool]]]" = queue.Queue()  # (request, pooled)
         self._threads: list[threading.Thread] = []
         self._broker = broker
-        self.session: Optional[Session] = None
+        self._session: Optional[Session] = None
         if start:
             self.start()
 
@@ -128,7 +128,7 @@ class Responder:
             will = self._card_message(properties.OFFLINE, properties.SOURCE_LWT)
         elif self.pool:  # a pool member has no card: its will marks its presence offline
             will = self._presence_message(properties.OFFLINE, properties.SOURCE_LWT)
-        self.session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
+        self._session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
                                keepalive=self.options.keepalive)
         self.session.on_reconnect = self._on_reconnect
         self.session.on_close = self._closed_without_stop
@@ -150,7 +150,7 @@ class Responder:
         probe = f"$a2a-nb-probe/{self.org}/{self.unit}/{self.agent}"  # a $ topic outside $a2a/: no recorder sees it
         if self.session.delivers_shared_dollar_topics(probe):
             self.pool_mode = "shared"  # the broker dispatches: presence is only for people watching
-            self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool),
+            self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool or ""),
                                    handler=self._on_pool_request)
             self._announce(properties.ONLINE)
             return
@@ -159,10 +159,10 @@ class Responder:
         self.pool_mode = "slot"
         self._follow_members()
         self._announce(properties.ONLINE)
-        self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool), handler=self._on_pool_request)
+        self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool or ""), handler=self._on_pool_request)
 
     def _presence_message(self, status: str, source: str) -> MqttMessage:
-        return pools.presence_message(self.org, self.unit, self.pool, self.agent, status, source)
+        return pools.presence_message(self.org, self.unit, self.pool or "", self.agent, status, source)
 
     def _closed_without_stop(self) -> None:
         """The session closes without ``stop()`` (``stop_all()``, a re-run cell, the end of the process).
@@ -245,7 +245,7 @@ class Responder:
     def stop(self) -> None:
         """Graceful stop: the card (and a pool member's presence) is republished ``offline`` (source
         ``agent``) first."""
-        if self.session is None or self.session.closed:
+        if self._session is None or self._session.closed:
             return
         self.session.on_close = None  # said here, and waited for
         if self.card is not None:
@@ -285,8 +285,15 @@ class Responder:
         self._threads = []
 
     @property
+    def session(self) -> Session:
+        """The agent's MQTT session (from ``start()`` on)."""
+        if self._session is None:
+            raise RuntimeError(f"{self.agent} is not started: call start() first")
+        return self._session
+
+    @property
     def alive(self) -> bool:
-        return self.session is not None and not self.session.closed
+        return self._session is not None and not self._session.closed
 
     def __enter__(self) -> "Responder":
         return self
@@ -340,7 +347,7 @@ class Responder:
 
     def _answerable(self, msg: MqttMessage) -> bool:
         """A reply path this agent may publish to (Response Topic inside its reply namespaces)."""
-        return (bool(msg.response_topic) and msg.correlation_data is not None
+        return (msg.response_topic is not None and msg.correlation_data is not None
                 and inbound.reply_path_problem(msg.response_topic, self.reply_namespaces) is None)
 
     # -- processing ------------------------------------------------------------------------------------
@@ -361,7 +368,7 @@ class Responder:
         if isinstance(verdict, inbound.Rejected):
             self._reply_error(msg, verdict.request_id, verdict.error, pooled)
             return
-        caller = inbound.requester_identity(msg.response_topic, subject)
+        caller = inbound.requester_identity(_reply_path(msg)[0], subject)
         try:
             self._dispatch(msg, verdict, pooled, caller)
         except A2AError as err:
@@ -373,8 +380,8 @@ class Responder:
         if msg.user_property(properties.ARTIFACT_MODE) is not None:
             mode = properties.MODE_BINARY if (v.artifact_mode == properties.MODE_BINARY and self.options.binary_artifacts
                                               and kind == STREAM) else properties.MODE_JSON
-        return Listener(kind, msg.response_topic, msg.correlation_data, v.request_id, self.agent, pooled,
-                        mode, history_length)
+        topic, correlation = _reply_path(msg)
+        return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length)
 
     def _task_of(self, task_id: str, caller: str):
         """The stored task, or None when it does not exist *for this caller* (someone else's task)."""
@@ -426,7 +433,7 @@ class Responder:
             self.runtime.add_listener(task_id, listener, snapshot=stream)
             return
         immediate = bool(config.get("returnImmediately")) and not stream
-        if immediate:
+        if immediate and rec is not None:
             self._reply_result(msg, v, rec, messages.send_message_result(rec.task), pooled)
         else:
             self.runtime.add_listener(task_id, listener, snapshot=stream, lazy=True)
@@ -482,10 +489,15 @@ class Responder:
 
     # -- replies (the runtime's outbox decides who publishes) --------------------------------------------
     def _reply_result(self, msg: MqttMessage, v: inbound.Accepted, rec, result, pooled: bool) -> None:
-        self.runtime.reply(rec, self.agent, pooled, msg.response_topic, msg.correlation_data,
-                           jsonrpc.result_response(v.request_id, result))
+        self.runtime.reply(rec, self.agent, pooled, *_reply_path(msg), jsonrpc.result_response(v.request_id, result))
 
     def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
         self.stats.errors += 1
-        self.runtime.reply(None, self.agent, pooled, msg.response_topic, msg.correlation_data,
-                           jsonrpc.error_response(request_id, err))
+        self.runtime.reply(None, self.agent, pooled, *_reply_path(msg), jsonrpc.error_response(request_id, err))
+
+
+def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:
+    """The Response Topic and Correlation Data of a request that ``inbound.check_request`` (or
+    ``Responder._answerable``) has already found to carry both."""
+    assert msg.response_topic is not None and msg.correlation_data is not None
+    return msg.response_topic, msg.correlation_data

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..protocol import jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
@@ -117,6 +117,13 @@ class TaskRuntime:
     def get(self, task_id: str) -> Optional[TaskRecord]:
         return self.store.get(task_id)
 
+    def record(self, task_id: str) -> TaskRecord:
+        """The stored record of a task that must exist (KeyError otherwise)."""
+        rec = self.store.get(task_id)
+        if rec is None:
+            raise KeyError(task_id)
+        return rec
+
     @property
     def tracked_tasks(self) -> int:
         """Tasks with live bookkeeping here (listeners, cancel flag); finished tasks leave at once."""
@@ -151,7 +158,7 @@ class TaskRuntime:
 
     def update(self, task_id: str, *, state: Optional[str] = None, status_message: Optional[dict] = None,
                artifact_event: Optional[dict] = None, append_history: Optional[dict] = None,
-               force: bool = False, skip: tuple = ()) -> TaskRecord:
+               force: bool = False, skip: Sequence[Listener] = ()) -> TaskRecord:
         """Apply one change, store it and tell every listener. Raises TaskCanceled if the task was
         canceled meanwhile (unless ``force``, used by CancelTask itself)."""
         with self.lock:
@@ -234,7 +241,7 @@ class TaskRuntime:
             entry = self.entry(task_id)
             seqno = entry.chunk_seq.get(artifact_id, 0)
             entry.chunk_seq[artifact_id] = seqno + 1
-            rec = self.store.get(task_id)
+            rec = self.record(task_id)
             binary = [l for l in entry.listeners if l.kind == STREAM and l.artifact_mode == properties.MODE_BINARY]
             for listener in binary:
                 self._snapshot_first(rec, listener, rec.task)

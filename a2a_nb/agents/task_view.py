@@ -20,7 +20,7 @@ class TaskView:
         self.status: dict = {}
         self.artifacts = ArtifactSet()
         self.binary: dict[str, BinaryArtifact] = {}
-        self.transitions: list[tuple[float, str, Optional[str]]] = []  # (time, state, responder)
+        self.transitions: list[tuple[float, Optional[str], Optional[str]]] = []  # (time, state, responder)
         self.message: Optional[dict] = None  # a final Message result
         self.history: list[dict] = []
 

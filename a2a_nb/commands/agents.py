@@ -115,6 +115,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         if not args.agent.startswith("pool:"):  # a pool has no card of its own
             check_card(req.session, args.agent, args.org, args.unit)
         message = None
+        task_id: Optional[str]
         if args.task:  # the same Task.id and contextId, a new messageId (Profile: Multi-Turn Conversation)
             task = req.get_task(args.task, to=args.agent)
             message = req.new_message(args.text, task_id=args.task, context_id=task["contextId"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import non_negative_int, positive_int
+from .common import CliError, non_negative_int, positive_int
 
 
 def register(sub) -> None:
@@ -26,10 +26,27 @@ def register(sub) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .. import bench
-
+    bench = _benchmarks()
     results = bench.run(args.broker, n=args.n, stream_n=args.stream_n, rounds=args.rounds, load_tasks=args.load_tasks,
                         burst=args.burst, echo_n=args.echo_n, say=(lambda s: None) if args.json else print)
     if args.json:
         print(json.dumps(results, indent=2))
     return 0
+
+
+def _benchmarks():
+    """``benchmarks.run`` from the repository the kit was installed from (the benchmarks are not part of
+    the installed package: ``pip install -e .`` of a clone, or running from the clone, finds them)."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    clone = Path(__file__).resolve().parents[2]
+    if (clone / "benchmarks" / "run.py").is_file() and str(clone) not in sys.path:
+        sys.path.append(str(clone))
+    try:
+        return importlib.import_module("benchmarks.run")
+    except ImportError:
+        raise CliError("the benchmarks live in the repository's benchmarks/ folder, next to a2a_nb/, and are not "
+                       "installed with the package", hint="run `python -m a2a_nb bench` (or `make bench`) "
+                       "from a clone of the repository") from None

@@ -201,7 +201,7 @@ class Session:
         c.on_publish = self._on_publish
         c.on_subscribe = self._on_subscribe
         c.on_unsubscribe = self._on_unsubscribe
-        c.reconnect_delay_set(min_delay=0.05, max_delay=2)
+        c.reconnect_delay_set(min_delay=0.05, max_delay=2)  # type: ignore[arg-type]  # typed int, takes seconds
         c.max_inflight_messages_set(self.endpoint.inflight)
         c.max_queued_messages_set(0)
         if self.endpoint.username:
@@ -243,6 +243,7 @@ class Session:
                 self._client.loop_stop()
                 self._unregister()
                 raise SessionError(f"no CONNACK from {self.endpoint.url} within {timeout:.0f} s")
+            assert self._connack is not None
             code, reason = self._connack
         if code >= 0x80:
             self._client.loop_stop()
@@ -252,7 +253,7 @@ class Session:
 
     def _nodelay(self) -> None:
         sock = self._client.socket()
-        if sock is not None:
+        if isinstance(sock, socket.socket):  # TLS sockets are socket.socket too
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except (OSError, AttributeError):  # TLS-wrapped or already closed sockets
@@ -423,6 +424,7 @@ class Session:
         rc, mid = self._client.subscribe(sub.filter, options=_options(sub))
         if rc != mqtt.MQTT_ERR_SUCCESS:
             raise SessionError(f"{self.client_id}: subscribe to {sub.filter} failed: {mqtt.error_string(rc)}")
+        assert mid is not None  # paho numbers every SUBSCRIBE it accepted
         with self._cond:
             if not self._cond.wait_for(lambda: mid in self._subacks or self._closed, timeout):
                 raise SessionError(f"{self.client_id}: no SUBACK for {sub.filter} within {timeout:.1f} s")
@@ -503,7 +505,7 @@ class Session:
             self._cond.notify_all()
         self._client.reconnect_delay_set(3600, 3600)
         sock = self._client.socket()
-        if sock is not None:
+        if isinstance(sock, socket.socket):
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:

@@ -310,7 +310,7 @@ def stream_kind(result: Any) -> str:
     if isinstance(result, dict) and len(result) == 1:  # the common case, checked first (hot on streams)
         for key in result:
             if key in STREAM_KINDS:
-                return key
+                return str(key)
     if not isinstance(result, Mapping):
         raise ValueError(f"a stream item must be an object, got {type(result).__name__}")
     present = [k for k in STREAM_KINDS if k in result]
@@ -422,7 +422,7 @@ def data_of(obj: Any) -> list[Any]:
     return [p["data"] for p in parts_of(obj) if "data" in p]
 
 
-def task_ids_of(payload: Any, props: dict) -> tuple[Optional[str], Optional[str], Optional[str]]:
+def task_ids_of(payload: Any, props: dict[str, str]) -> tuple[Optional[str], Optional[str], Optional[str]]:
     """(Task.id, contextId, messageId) a JSON-RPC payload itself names (no inheritance from a request).
 
     Task.id comes from ``params.message.taskId``, ``params.id``, ``result.task.id``, a Task

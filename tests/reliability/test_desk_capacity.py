@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from a2a_nb.agents.requester import Requester
-from a2a_nb.bench_load import format_resources, run_desk_burst
+from benchmarks.load import format_resources, run_desk_burst
 from a2a_nb.cli import build_parser
 from a2a_nb.mqtt import secure
 from a2a_nb.protocol import errors, states

@@ -1,11 +1,11 @@
 """Load: 50 concurrent streaming tasks x 20 events through a desk and a pool of 4 analysts.
 
 Nothing may be lost and nothing may reach the wrong stream; every task runs exactly once.
-(``a2a_nb.bench_load.run_load`` defaults to 200 tasks; the bench command runs that size.)
+(``benchmarks.load.run_load`` defaults to 200 tasks; the bench command runs that size.)
 """
 from __future__ import annotations
 
-from a2a_nb.bench_load import format_load, run_load
+from benchmarks.load import format_load, run_load
 
 
 def test_fifty_concurrent_streams_lose_nothing_and_never_cross(broker_url):

@@ -8,7 +8,7 @@ import time
 
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol.packet import MqttMessage
-from a2a_nb.traffic.bench import bench_load_traffic, bench_recorder, synthetic_records
+from benchmarks.traffic import bench_load_traffic, bench_recorder, synthetic_records
 from a2a_nb.commands import traffic as traffic_commands
 from a2a_nb.traffic.recorder import read_records, write_records
 

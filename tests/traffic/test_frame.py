@@ -10,7 +10,7 @@ import pytest
 
 from a2a_nb.protocol import jsonrpc, messages, states
 from a2a_nb.protocol.messages import task_ids_of
-from a2a_nb.traffic.bench import synthetic_records
+from benchmarks.traffic import synthetic_records
 from a2a_nb.traffic.frame import (COLUMNS, TOPIC_COLUMNS, handovers, latency_view, load_traffic, message_frame,
                                   pair_replies, recorded_frame, routing_view, state_transitions, topic_frame)
 from a2a_nb.traffic.records import complete_record, write_records

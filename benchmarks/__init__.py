@@ -1,0 +1,11 @@
+"""Benchmarks of the kit, kept outside the package (``a2a_nb`` has one paho user: its session).
+
+``python -m a2a_nb bench`` (or ``make bench``) runs them from a clone of the repository:
+
+* ``run``: the kit against raw paho-mqtt on the same broker, in one run (SendMessage round trip,
+  stream events per second), plus the recorder, ``load_traffic`` and the resource runs below;
+* ``raw_floor``: the bare paho-mqtt request/reply and publish loops the kit is compared with;
+* ``load``: concurrent tasks through a desk and a pool, a burst against the bounded desk, memory of
+  many echo round trips;
+* ``traffic``: the recorder at full stream speed and ``load_traffic`` throughput on synthetic records.
+"""
