@@ -12,9 +12,11 @@ setup:
 lab: setup
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00-start-here.ipynb
 
-## every test: unit, integration against a real Mosquitto, notebooks with nbval; then the session and
-## role integration tests again on the oldest paho-mqtt pyproject.toml allows (a second venv)
+## every test: the type checker (mypy, pyproject.toml), unit, integration against a real Mosquitto,
+## notebooks with nbval; then the session and role integration tests again on the oldest paho-mqtt
+## pyproject.toml allows (a second venv)
 test: setup
+	$(PY) -m mypy
 	$(PY) -m pytest -q tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 	$(MAKE) --no-print-directory test-paho-oldest
 
