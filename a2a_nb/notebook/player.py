@@ -187,16 +187,20 @@ def _packet_html(st: Steps, i: int) -> str:
     msg = from_record(r)
     props = list(mqtt_properties_rows(msg)) + [("payload size", f"{r['size']} bytes")]
     table = "".join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
-                    f"<td style='text-align:left'><code>{html.escape(str(v))}</code></td></tr>" for k, v in props)
+                    f"<td style='text-align:left;overflow-wrap:anywhere'><code>{html.escape(str(v))}</code></td></tr>"
+                    for k, v in props)
     if r["payload_json"] is not None:
         body = json_block(r["payload_json"])
     elif r["payload_b64"]:
         body = f"<p>{r['size']} bytes, not JSON (base64):</p><pre>{html.escape(r['payload_b64'][:400])}</pre>"
     else:
         body = "<p><i>empty payload</i></p>"
-    return ("<table><thead><tr><th style='text-align:left'>MQTT v5 packet</th>"
+    # two fixed columns (packet 45 %, payload 55 %) that long topics wrap inside: the payload never
+    # ends up squeezed to a strip or pushed out of view
+    return ("<table style='width:100%;table-layout:fixed'><colgroup><col style='width:45%'><col style='width:55%'>"
+            "</colgroup><thead><tr><th style='text-align:left'>MQTT v5 packet</th>"
             "<th style='text-align:left'>JSON payload</th></tr></thead><tbody><tr>"
-            f"<td style='vertical-align:top'><table>{table}</table></td>"
+            f"<td style='vertical-align:top'><table style='width:100%'>{table}</table></td>"
             f"<td style='vertical-align:top;text-align:left'>{body}</td></tr></tbody></table>")
 
 
@@ -275,10 +279,16 @@ class TrafficPlayer:
         self.next = W.Button(description="▶", tooltip="next message", layout=W.Layout(width="3em"))
         self.prev.on_click(lambda _b: self.step(-1))
         self.next.on_click(lambda _b: self.step(+1))
-        self.chart = W.Image(format="png", layout=W.Layout(width="640px", min_width="420px"))
-        self.view = W.HTML(layout=W.Layout(flex="1 1 420px", min_width="360px"))
+        # The chart keeps the PNG's shape: a fixed width, its own height (``height="auto"`` and
+        # ``align_self``: a flex row would otherwise stretch it to the step view's height). The view
+        # takes the rest of the row and wraps below the chart on narrow windows.
+        self.chart = W.Image(format="png", layout=W.Layout(width="640px", max_width="100%", height="auto",
+                                                           flex="0 0 auto", align_self="flex-start",
+                                                           object_fit="contain"))
+        self.view = W.HTML(layout=W.Layout(flex="1 1 480px", min_width="0"))
         self.widget = W.VBox([W.HBox([self.play, self.prev, self.next, self.slider]),
-                              W.HBox([self.chart, self.view], layout=W.Layout(flex_flow="row wrap"))])
+                              W.HBox([self.chart, self.view], layout=W.Layout(flex_flow="row wrap",
+                                                                              align_items="flex-start"))])
         self.slider.observe(self._on_index, names="value")
         self.show(0)
 

@@ -53,12 +53,12 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
 
     save_and_shut_down(page)
     open_reopened(page, lab, "01-discovery.ipynb")
-    shot(page, shots, "01-reopened")
     cell = cell_with(page, "discovery_browser(disco)")
     cell.scroll_into_view_if_needed()
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("ticket-desk")
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    shot(page, shots, "01-reopened")
 
 
 def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
@@ -90,10 +90,10 @@ def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
     open_reopened(page, lab, "02-send-and-track.ipynb")
     cell = cell_with(page, "send_form(coordinator")
     cell.scroll_into_view_if_needed()
-    shot(page, shots, "02-reopened")
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("→ continue task")  # the saved state keeps what the form showed
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    shot(page, shots, "02-reopened")
 
 
 def test_routing_view_refreshes_after_run_all(page, lab, shots):
@@ -117,10 +117,10 @@ def test_routing_view_refreshes_after_run_all(page, lab, shots):
     open_reopened(page, lab, "05-handover.ipynb")
     cell = cell_with(page, "view = routing_table_view(coordinator)")
     cell.scroll_into_view_if_needed()
-    shot(page, shots, "05-reopened")
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("handover")
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    shot(page, shots, "05-reopened")
 
 
 def test_player_steps_and_plays_after_run_all(page, lab, shots):
@@ -143,11 +143,38 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
     output.locator(".widget-play button").first.click()  # Pause
     shot(page, shots, "07-player-played")
 
+    for width in (1280, 1800, 2400):  # the chart keeps its shape and the payload stays in view
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(400)
+        cell.scroll_into_view_if_needed()
+        m = player_geometry(output)
+        shot(page, shots, f"07-player-{width}px")
+        assert abs(m["shown_ratio"] - m["png_ratio"]) < 0.02 * m["png_ratio"], f"chart stretched at {width} px: {m}"
+        assert m["scroll_width"] <= m["client_width"] + 1, f"player scrolls sideways at {width} px: {m}"
+        assert m["payload_right"] <= m["area_right"] + 1, f"payload cut off at {width} px: {m}"
+    page.set_viewport_size({"width": 1280, "height": 900})
+
     save_and_shut_down(page)
     open_reopened(page, lab, "07-traffic-analysis.ipynb")
     cell = cell_with(page, "player = TrafficPlayer(happy)")
     cell.scroll_into_view_if_needed()
-    shot(page, shots, "07-reopened")
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("message #")
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    shot(page, shots, "07-reopened")
+
+
+def player_geometry(output) -> dict:
+    """Sizes in the player's output: the chart's shape as shown and as drawn, whether the player
+    scrolls sideways, and where the JSON payload ends compared with the output area."""
+    return output.evaluate("""(area) => {
+        const img = area.querySelector('.widget-image, img');
+        const step = area.querySelector('.a2a-step');
+        const pres = step ? [...step.querySelectorAll('pre')] : [];
+        const box = img.getBoundingClientRect();
+        const scroller = area.querySelector('.jp-OutputArea-output') || area;
+        return {shown_ratio: box.width / box.height, png_ratio: img.naturalWidth / img.naturalHeight,
+                shown_width: box.width, scroll_width: scroller.scrollWidth, client_width: scroller.clientWidth,
+                payload_right: Math.max(0, ...pres.map(p => p.getBoundingClientRect().right)),
+                area_right: area.getBoundingClientRect().right};
+    }""")
