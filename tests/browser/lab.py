@@ -9,24 +9,36 @@ RUN_ALL_TIMEOUT_MS = 120_000
 MODEL_NOT_FOUND = "model not found"
 
 
+KERNEL_DIALOG = ".jp-Dialog"  # JupyterLab's "Select Kernel" question
+READY_JS = """() => {
+    if (document.querySelector('.jp-Dialog')) return true;
+    const ind = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
+    const bar = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar');
+    return (ind && ind.getAttribute('data-status') === 'idle') || (bar && bar.innerText.includes('No Kernel'));
+}"""
+
+
 def open_notebook(page, lab, name: str) -> None:
-    """Open ``name`` in a fresh tab layout and wait until its kernel is idle."""
-    page.goto(lab.notebook_url(name))
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    answer_kernel_dialog(page)
+    """Open ``name`` and wait until its kernel is idle. JupyterLab may first ask which kernel to
+    start: a person keeps the notebook's own (*Select*)."""
+    _open(page, lab, name, answer="Select")
     wait_idle(page, timeout_ms=60_000)
 
 
-def answer_kernel_dialog(page, timeout_ms: int = 10_000) -> None:
-    """JupyterLab may ask which kernel to start: a person keeps the notebook's own (*Select*).
-    Its news question in the corner is answered *No*."""
-    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    try:
-        dialog.wait_for(state="visible", timeout=timeout_ms)
-    except Exception:  # no question asked: the kernel starts by itself
-        return
-    dialog.locator("button", has_text="Select").click()
-    dialog.wait_for(state="hidden")
+def open_reopened(page, lab, name: str) -> None:
+    """Open ``name`` again after its kernel was shut down, as a person reading yesterday's work does
+    (*No Kernel* if JupyterLab asks; it may also start one by itself)."""
+    _open(page, lab, name, answer="No Kernel")
+
+
+def _open(page, lab, name: str, answer: str) -> None:
+    page.goto(lab.notebook_url(name))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    page.wait_for_function(READY_JS, timeout=60_000, polling=200)  # asked, or the kernel settled
+    dialog = page.locator(KERNEL_DIALOG, has_text="Select Kernel")
+    if dialog.count():
+        dialog.get_by_role("button", name=answer, exact=True).click()
+        dialog.wait_for(state="hidden")
 
 
 def dismiss_news(page) -> None:
@@ -85,16 +97,3 @@ def shot(page, folder: Path, name: str) -> Path:
     page.screenshot(path=str(path), full_page=False)
     return path
 
-
-def open_reopened(page, lab, name: str) -> None:
-    """Open ``name`` again after its kernel was shut down, without starting a kernel (*No Kernel*),
-    as a person reading yesterday's work does."""
-    page.goto(lab.notebook_url(name))
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    try:
-        dialog.wait_for(state="visible", timeout=5_000)
-        dialog.locator("button", has_text="No Kernel").click()
-    except Exception:
-        pass
-    page.wait_for_timeout(1500)  # widget views render from the stored state, or say they cannot
