@@ -39,6 +39,9 @@ def _open(page, lab, name: str, answer: str) -> None:
     if dialog.count():
         dialog.get_by_role("button", name=answer, exact=True).click()
         dialog.wait_for(state="hidden")
+    news = page.locator(".jp-Notification-Toast", has_text="Jupyter news")
+    if news.count():  # out of the screenshots' way
+        news.get_by_role("button", name="No").click()
 
 
 def dismiss_news(page) -> None:

@@ -58,6 +58,7 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("ticket-desk")
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    cell.scroll_into_view_if_needed()
     shot(page, shots, "01-reopened")
 
 
@@ -93,6 +94,7 @@ def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("→ continue task")  # the saved state keeps what the form showed
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    cell.scroll_into_view_if_needed()
     shot(page, shots, "02-reopened")
 
 
@@ -120,6 +122,7 @@ def test_routing_view_refreshes_after_run_all(page, lab, shots):
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("handover")
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    cell.scroll_into_view_if_needed()
     shot(page, shots, "05-reopened")
 
 
@@ -161,6 +164,7 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text("message #")
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    cell.scroll_into_view_if_needed()
     shot(page, shots, "07-reopened")
 
 
