@@ -105,3 +105,21 @@ def test_full_recording_is_all_scenarios_in_order(frames):
     assert list(full["task_id"].dropna().unique()) == tasks
     rv = routing_view(full)
     assert rv["task_id"].nunique() == len(SCENARIOS)
+
+
+SHAPE = ["kind", "method", "event", "state", "agent", "from_agent", "to_agent", "responder_agent_id", "status"]
+"""What a recording shows a learner, without times, ids or Correlation Data (those change every run)."""
+
+
+def _shape(path) -> list[tuple]:
+    df = load_traffic(str(path))
+    return [tuple(None if v != v else v for v in row) for row in df[SHAPE].itertuples(index=False)]
+
+
+@pytest.mark.parametrize("name", ["happy", "handover", "multi-handover", "handover-unreachable", "pool"])
+def test_the_committed_recording_is_what_the_kit_records_today(name, tmp_path):
+    """Lesson 07 and the player replay data/recordings/: recording the scenario again must give the same
+    messages, kinds, methods, states and responders (else: `make recordings` and rebuild lesson 07)."""
+    fresh = tmp_path / f"{name}.jsonl"
+    make_recordings.record(fresh, [name], 0.05, lambda line: None)
+    assert _shape(fresh) == _shape(ROOT / "data" / "recordings" / f"{name}.jsonl")
