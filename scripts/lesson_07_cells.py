@@ -106,9 +106,11 @@ def cells(md, code, IGNORE) -> list:
         md("""
         Replies outnumber requests: a streaming request gets one reply per stream item. The ten
         discovery messages are the desk's retained card (online when a scenario starts, offline when
-        it ends). The three `event` messages come from the pool scenario: each analyst checks once
-        whether the broker delivers shared subscriptions on `$a2a/...` topics (this Mosquitto does
-        not, so the members share the plain pool topic and claim requests by slot).
+        it ends). The six `event` messages come from the pool scenario: each of its three analysts
+        announces its presence, retained, on its own event topic when it joins the pool (`online`)
+        and when it stops (`offline`). This Mosquitto does not deliver shared subscriptions on
+        `$a2a/...` topics, so the members all read the plain pool topic, follow each other's presence,
+        and each claims the requests it wins among the live members.
 
         The summary columns of the happy scenario (its first 17 messages; times and latencies in
         milliseconds, Task.ids cut to 8 characters):
