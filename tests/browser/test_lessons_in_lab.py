@@ -51,15 +51,7 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
     expect(output).to_contain_text("2 of 2 agent(s)")
     expect(rows).to_have_count(2)
 
-    save_and_shut_down(page)
-    open_reopened(page, lab, "01-discovery.ipynb")
-    cell = cell_with(page, "discovery_browser(disco)")
-    cell.scroll_into_view_if_needed()
-    shown = cell.locator(".jp-Cell-outputArea")
-    expect(shown).to_contain_text("ticket-desk")
-    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
-    cell.scroll_into_view_if_needed()
-    shot(page, shots, "01-reopened")
+    reopened_shows(page, lab, shots, "01-discovery.ipynb", "discovery_browser(disco)", "ticket-desk")
 
 
 def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
@@ -87,15 +79,7 @@ def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
     shot(page, shots, "02-form-continued")
     assert "✗" not in output.inner_text()  # the form showed no error line
 
-    save_and_shut_down(page)
-    open_reopened(page, lab, "02-send-and-track.ipynb")
-    cell = cell_with(page, "send_form(coordinator")
-    cell.scroll_into_view_if_needed()
-    shown = cell.locator(".jp-Cell-outputArea")
-    expect(shown).to_contain_text("→ continue task")  # the saved state keeps what the form showed
-    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
-    cell.scroll_into_view_if_needed()
-    shot(page, shots, "02-reopened")
+    reopened_shows(page, lab, shots, "02-send-and-track.ipynb", "send_form(coordinator", "→ continue task")  # the saved state keeps what the form showed
 
 
 def test_routing_view_refreshes_after_run_all(page, lab, shots):
@@ -115,15 +99,7 @@ def test_routing_view_refreshes_after_run_all(page, lab, shots):
     shot(page, shots, "05-view-refreshed")
     assert "refreshed at" in output.inner_text()
 
-    save_and_shut_down(page)
-    open_reopened(page, lab, "05-handover.ipynb")
-    cell = cell_with(page, "view = routing_table_view(coordinator)")
-    cell.scroll_into_view_if_needed()
-    shown = cell.locator(".jp-Cell-outputArea")
-    expect(shown).to_contain_text("handover")
-    expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
-    cell.scroll_into_view_if_needed()
-    shot(page, shots, "05-reopened")
+    reopened_shows(page, lab, shots, "05-handover.ipynb", "view = routing_table_view(coordinator)", "handover")
 
 
 def test_player_steps_and_plays_after_run_all(page, lab, shots):
@@ -157,15 +133,21 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
         assert m["payload_right"] <= m["area_right"] + 1, f"payload cut off at {width} px: {m}"
     page.set_viewport_size({"width": 1280, "height": 900})
 
+    reopened_shows(page, lab, shots, "07-traffic-analysis.ipynb", "player = TrafficPlayer(happy)", "message #")
+
+
+def reopened_shows(page, lab, shots, notebook: str, source: str, text: str) -> None:
+    """Save, shut the kernel down and reopen ``notebook``: the widget cell whose source holds ``source``
+    shows ``text`` (the saved widget or its snapshot), never "model not found"."""
     save_and_shut_down(page)
-    open_reopened(page, lab, "07-traffic-analysis.ipynb")
-    cell = cell_with(page, "player = TrafficPlayer(happy)")
+    open_reopened(page, lab, notebook)
+    cell = cell_with(page, source)
     cell.scroll_into_view_if_needed()
     shown = cell.locator(".jp-Cell-outputArea")
-    expect(shown).to_contain_text("message #")
+    expect(shown).to_contain_text(text)
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
     cell.scroll_into_view_if_needed()
-    shot(page, shots, "07-reopened")
+    shot(page, shots, f"{notebook[:2]}-reopened")
 
 
 def player_geometry(output) -> dict:
