@@ -75,6 +75,16 @@ def test_cards_are_published_again_after_a_broker_restart_without_persistence(pr
 
 
 # -- 2. a desk restarted on its store: orphaned tasks fail, interrupted ones continue -------------------------
+
+def stop_processes(procs) -> None:
+    """Stop the processes a test started (SIGTERM: a graceful stop) and close their pipes."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            p.wait(timeout=15)
+        p.stdout.close()
+        p.stderr.close()
+
 @pytest.fixture
 def serve_desk(broker_url):
     procs: list[subprocess.Popen] = []
@@ -90,12 +100,7 @@ def serve_desk(broker_url):
         return p
 
     yield serve
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            p.wait(timeout=15)
-        p.stdout.close()
-        p.stderr.close()
+    stop_processes(procs)
 
 
 def test_a_desk_killed_mid_task_fails_it_at_restart_and_continues_interrupted_tasks(serve_desk, broker_url,
@@ -214,12 +219,7 @@ def test_a_pool_keeps_serving_when_a_member_process_is_killed(broker_url):
         assert [r.state for r in later] == [COMPLETED] * 6
         assert names[1] not in {r.responder for r in later}
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                p.wait(timeout=15)
-            p.stdout.close()
-            p.stderr.close()
+        stop_processes(procs)
 
 
 def test_a_pool_learns_its_members_again_after_a_broker_restart(private_broker):
