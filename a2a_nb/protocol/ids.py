@@ -5,7 +5,7 @@ Multi-Turn Conversation Patterns (Context Identifier Semantics 2).
 
 ``IdSource`` is the one place ids come from. Unseeded it uses the OS random source; seeded it is
 deterministic (a notebook tested with nbval shows the same ids on every run) while every id keeps
-the shape the profile asks for (UUIDv4, 16-hex-char reply suffix, 16-byte correlation data).
+the shape the profile asks for (UUIDv4, 16-hex-char reply suffix, 32-hex-digit correlation data).
 
 Two values are never seeded: Correlation Data and the reply-topic suffix. They are what a requester
 uses to accept a reply, so whoever can guess them can forge one (a "COMPLETED" task the agent never
@@ -150,12 +150,16 @@ class IdSource:
         return f"{prefix}-{next(self._counter)}"
 
     def correlation(self) -> bytes:
-        """16 bytes of MQTT Correlation Data, new for every publish including retries.
+        """MQTT Correlation Data, new for every publish including retries: the 32 ASCII hex digits
+        of 16 random bytes (128 bits, as unguessable as the raw bytes).
 
         Profile: Request/Reply Mapping 2 and 5, Requester Retry and Timeout Profile 3.
         Always from ``secrets``, seeded or not: a guessable value would let anyone forge a reply.
+        Valid UTF-8 on purpose: other implementations of the profile decode Correlation Data as
+        text and fail on arbitrary bytes. The kit itself accepts any bytes (it compares them as
+        bytes, never decodes them).
         """
-        return secrets.token_bytes(16)
+        return secrets.token_hex(16).encode("ascii")
 
     def reply_suffix(self) -> str:
         """A collision-resistant ``reply_suffix``: 16 lowercase hex chars from 64 random bits.

@@ -102,7 +102,7 @@ def test_id_source_shapes(seed):
         assert ids.is_uuid4(value), make.__name__
         assert value == value.lower()
     corr = src.correlation()
-    assert isinstance(corr, bytes) and len(corr) == 16
+    assert isinstance(corr, bytes) and re.fullmatch(rb"[0-9a-f]{32}", corr)
     suffix = src.reply_suffix()
     assert re.fullmatch(r"[0-9a-f]{16}", suffix)
     assert validate_identifier(suffix) == suffix
@@ -145,3 +145,12 @@ def test_property_seeded_ids_are_unique_within_a_source(seed):
     assert len(set(values)) == len(values)
     corrs = {src.correlation() for _ in range(50)}
     assert len(corrs) == 50
+
+
+def test_correlation_is_utf8_text_with_128_random_bits():
+    """Other implementations decode Correlation Data as UTF-8 and fail on arbitrary bytes: the kit
+    sends the hex of 16 random bytes, still unguessable."""
+    corrs = [IdSource().correlation() for _ in range(200)]
+    assert all(c.decode("utf-8") == c.decode("ascii") for c in corrs)
+    assert len({bytes.fromhex(c.decode()) for c in corrs}) == 200
+    assert {chr(b) for c in corrs for b in c} == set("0123456789abcdef")
