@@ -9,6 +9,7 @@ first correlated reply; stream-idle recovery with GetTask; pooled retries), Opti
 """
 from __future__ import annotations
 
+import copy
 import logging
 import queue
 import random
@@ -83,6 +84,10 @@ class _Call:
 
     def push(self, msg: MqttMessage) -> None:
         self._queue.put(msg)
+
+    def wake(self) -> None:
+        """Wake a reader blocked in ``next`` (it returns None at once): its stream was closed."""
+        self._queue.put(None)
 
     def acked(self, attempt: Attempt, result) -> None:
         """PUBACK of one attempt (network thread): 16 is noted, a failure code ends the wait."""
@@ -206,14 +211,29 @@ class Requester:
         # seeded runs (notebooks, tests) keep their reproducible ids
         self._message_prefix = agent if self.ids.seed is not None else f"{agent}-{self.ids.uuid4()[:8]}"
         self.session = Session(org, unit, agent, broker=broker)
-        if token and not self.session.endpoint.tls and not allow_token_without_tls:
+        try:
+            self._check_token_transport(token)
+        except ValueError:
             self.session.close()
+            raise
+        # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
+        self.session.subscribe(self.reply_topic, handler=self._on_reply)
+
+    def _check_token_transport(self, token: Optional[str]) -> None:
+        if token and not self.session.endpoint.tls and not self.allow_token_without_tls:
             raise ValueError(
                 "a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT User Properties 5): "
                 f"use an mqtts:// broker instead of {self.session.endpoint.url} "
                 "(allow_token_without_tls=True exists only to show a responder refusing it)")
-        # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
-        self.session.subscribe(self.reply_topic, handler=self._on_reply)
+
+    def with_token(self, token: Optional[str]) -> "Requester":
+        """This requester sending ``token`` as its bearer token instead (a bridge forwards each HTTP
+        caller's own): the same session, reply topic, in-flight map and routing table, only the
+        token differs. Close the original, never the copy."""
+        self._check_token_transport(token)
+        view = copy.copy(self)
+        view.token = token
+        return view
 
     # -- intake (network thread) -----------------------------------------------------------------------
     def _on_reply(self, msg: MqttMessage) -> None:
@@ -552,6 +572,8 @@ class Stream:
             msg = self._pending or self._call.next(self.requester.retry.stream_idle_timeout_s)
             self._pending = None
             if msg is None:
+                if self.done:  # closed while waiting
+                    break
                 return self._recover()
             event = self._read(msg)
             if event is not None:
@@ -620,6 +642,14 @@ class Stream:
                 req.target_of(self.task_id), self._artifact_mode)
             self._dedup = StreamDeduper()
         return self._emit(StreamEvent("recovered", task))
+
+    def close(self) -> None:
+        """Stop reading (a bridge whose HTTP client went away): the stream's correlations leave the
+        in-flight map, so later items are ignored as unknown correlation, and a reader blocked in
+        ``next`` wakes up and stops. The task runs on: a dropped stream is not a cancel."""
+        self.done = True
+        self.requester._release(self._call)
+        self._call.wake()
 
     @property
     def attempts(self) -> list[Attempt]:
