@@ -1,0 +1,240 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Start here: the broker, the cast and the topic model
+#
+# This kit teaches the **A2A protocol v1.0** (Agent2Agent) carried over **MQTT v5**, following the
+# *A2A over MQTT* profile. Every lesson tells a piece of one story: a **coordinator** agent, facing a
+# user, hands support ticket **TCK-4821** ("order status not updating after checkout") to a
+# **ticket-analysis agent**, and follows the task until the root cause comes back. Underneath runs a
+# real Eclipse Mosquitto broker: everything you see in these notebooks really crossed it.
+#
+# ## What you will learn
+# - where the kit's broker comes from (its own Mosquitto, or the one `A2A_BROKER_URL` names) and how
+#   to check that it answers;
+# - who the agents of the story are and which MQTT client IDs they use;
+# - the topic model of the profile: discovery, request, reply, event and pool topics;
+# - how the lessons are organised.
+#
+# ## Time needed
+# About 10 minutes. The notebook itself runs in a few seconds.
+#
+# ## Prerequisites
+# - Python basics (functions, dicts, `print`). No MQTT or A2A knowledge is needed.
+# - Run the cells from top to bottom (Shift+Enter, or *Run > Run All Cells*).
+
+# %% [markdown]
+# ## Step 1. The broker
+#
+# MQTT is publish/subscribe: clients never talk to each other directly, they publish messages to
+# **topics** on a **broker**, and the broker forwards each message to every client subscribed to a
+# matching topic filter. The kit needs one MQTT v5 broker:
+#
+# - if the environment variable `A2A_BROKER_URL` is set (`mqtt://host:port`), the kit uses that
+#   broker (this is what Binder and the test suite do);
+# - otherwise it starts its own Mosquitto on a free port of `127.0.0.1` and stops it when the kernel
+#   exits. You never start a broker by hand.
+#
+# `broker.resolve()` answers the question "which broker?":
+
+# %%
+import os
+
+import a2a_nb
+from a2a_nb.mqtt import broker
+
+endpoint = broker.resolve()
+if os.environ.get(broker.ENV_URL):
+    print(f"using the broker named by {broker.ENV_URL}")
+else:
+    print("A2A_BROKER_URL is not set: the kit started its own Mosquitto on a free loopback port")
+print("broker URL:", endpoint.url)
+
+# %% [markdown]
+# Is it answering? A `Session` is one MQTT v5 client. Its client ID follows the profile's pattern
+# `{org}/{unit}/{agent}`; the story's organisation is `acme`, its unit `support`.
+#
+# We publish with **QoS 1**, so the broker acknowledges every message with a PUBACK that carries a
+# **reason code**. Code 16, *No matching subscribers*, is not an error: the broker took the message
+# but nobody was subscribed to that topic. It is the cheapest hint that nobody is listening.
+
+# %%
+from a2a_nb.mqtt import Session
+from a2a_nb.protocol import MqttMessage
+
+probe = Session("acme", "support", "lesson-00-probe")
+print(probe)
+
+hello = MqttMessage("lessons/00/hello", b"hello, broker", qos=1)
+result = probe.publish(hello)
+print("nobody subscribed:", result.reason_code, result.reason)
+
+# %%
+probe.subscribe("lessons/00/#")            # a filter: '#' matches any number of levels
+result = probe.publish(hello)
+received = probe.receive(timeout=5)
+print("with a subscriber:", result.reason_code, result.reason)
+print("received:", received.topic, received.payload)
+
+# %% [markdown]
+# ## Step 2. The cast
+#
+# Four agents appear in the lessons. Every one is an MQTT client with its own client ID. Only agents
+# that want to be found publish an **Agent Card** (lesson 01); the analysts the desk spawns do not:
+# the coordinator learns about them from the replies themselves (a user property named
+# `a2a-responder-agent-id`, lesson 02).
+
+# %%
+import pandas as pd
+from a2a_nb.protocol import ids
+
+cast = pd.DataFrame([
+    {"agent": "coordinator", "role": "requester (A2A client)", "card": "no",
+     "job": "faces the user, picks an agent by skill, sends the ticket, tracks the task"},
+    {"agent": "ticket-desk", "role": "responder (A2A server)", "card": "yes, retained",
+     "job": "publishes the card; takes each ticket and hands it to one of its analysts"},
+    {"agent": "analyst-1", "role": "responder spawned by the desk", "card": "no",
+     "job": "finds the root cause; its replies name it, so follow-ups go straight to it"},
+    {"agent": "echo", "role": "responder (a test agent)", "card": "yes, retained",
+     "job": "answers every message with the same text"},
+])
+cast["MQTT client ID"] = [ids.client_id("acme", "support", agent) for agent in cast["agent"]]
+cast
+
+# %% [markdown]
+# The desk runs at most four analysts at once, `analyst-1` to `analyst-4`, each with its own client
+# ID and no card; it starts one when a ticket needs it and reuses it for the next ticket once it is
+# free. When all four are busy, a new ticket is refused with error -32004 (*responder unavailable*:
+# retry later) before any task exists: a burst of tickets never opens a connection per ticket.
+#
+# ## Step 3. The topic model
+#
+# The profile puts everything under `$a2a/v1/`, then a **kind**, then `{org}/{unit}` and the agent.
+# `a2a_nb.protocol.topics` builds each name and checks every identifier, so a stray `/` can never
+# add a level. These are pure functions: nothing is sent.
+
+# %%
+from a2a_nb.protocol import IdSource, topics
+
+ORG, UNIT = "acme", "support"
+reply_suffix = IdSource().reply_suffix()   # a requester draws one per reply topic, always at random
+
+topic_model = pd.DataFrame([
+    ("discovery", topics.discovery_topic(ORG, UNIT, "ticket-desk"),
+     "ticket-desk (its card, retained)", "whoever looks for agents"),
+    ("discovery filter", topics.discovery_filter(ORG, UNIT), "",
+     "the coordinator: every card of the unit"),
+    ("request", topics.request_topic(ORG, UNIT, "ticket-desk"), "coordinator", "ticket-desk"),
+    ("request after a handover", topics.request_topic(ORG, UNIT, "analyst-1"), "coordinator",
+     "analyst-1"),
+    ("reply", topics.reply_topic(ORG, UNIT, "coordinator", reply_suffix), "ticket-desk, analysts",
+     "coordinator"),
+    ("event", topics.event_topic(ORG, UNIT, "ticket-desk"), "ticket-desk", "whoever follows its events"),
+    ("pool request", topics.pool_topic(ORG, UNIT, "analysts"), "coordinator", ""),
+    ("pool subscription", topics.shared_pool_subscription(ORG, UNIT, "analysts"), "",
+     "each analyst of a pool (one of them gets each request)"),
+], columns=["kind", "topic", "published by", "subscribed by"])
+topic_model
+
+# %% [markdown]
+# The parser reads a topic back, and the builders refuse identifiers that would change the topic's
+# structure:
+
+# %%
+print(topics.parse_topic(topics.reply_topic(ORG, UNIT, "coordinator", reply_suffix)))
+
+try:
+    topics.request_topic(ORG, UNIT, "ticket/desk")
+except ids.InvalidIdentifier as exc:
+    print(exc)
+
+# %% [markdown]
+# One MQTT rule surprises everybody once: a filter that starts with a wildcard (`#` or `+`) does
+# **not** match topics that start with `$`. A client subscribed to `#` sees none of the A2A traffic;
+# it must subscribe to `$a2a/#`. The PUBACK reason code shows it on the real broker
+# (`retain_handling=2` skips messages other lessons left retained on the broker):
+
+# %%
+a2a_topic = topics.event_topic(ORG, UNIT, "lesson-00-probe")
+
+probe.subscribe("#", retain_handling=2)
+print("subscribed to '#':      ", probe.publish(MqttMessage(a2a_topic, b"ping")).reason)
+probe.subscribe("$a2a/#", retain_handling=2)
+print("subscribed to '$a2a/#': ", probe.publish(MqttMessage(a2a_topic, b"ping")).reason)
+
+# %% [markdown]
+# ## Step 4. How the lessons work
+#
+# | lesson | in the story |
+# |---|---|
+# | **00 · Start here** (this one) | the broker, the cast, the topics |
+# | [01 · Discovery](01-discovery.ipynb) | the coordinator finds the ticket desk by a skill tag in its retained Agent Card, and watches agents go offline and online |
+# | [02 · Send and track](02-send-and-track.ipynb) | it sends ticket TCK-4821, the analyst asks for reproduction steps (INPUT_REQUIRED), the coordinator answers on the same task and follows it with GetTask to COMPLETED |
+# | [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) | the report arrives event by event, chunk by chunk, assembled by artifactId; binary chunks |
+# | [04 · Input required](04-input-required.ipynb) | the pause for reproduction steps, answered on the same task; a new turn in the same context |
+# | [05 · Handover](05-handover.ipynb) | the desk hands the task to a spawned analyst; the routing table follows `a2a-responder-agent-id`; its three failure cases |
+# | [06 · Recovery](06-recovery.ipynb) | timeouts, dropped streams, polling, cancel past the time limit, an unreachable analyst |
+# | [07 · Traffic analysis](07-traffic-analysis.ipynb) | the whole story's recording in pandas, charts, a sequence diagram, profile checks, a step-through player |
+# | [08 · Security](08-security.ipynb) | a secured broker (TLS, a password per agent, ACLs), an intruder with a stolen password, bearer tokens the desk checks, and why both are needed |
+#
+# Every lesson has the same frame: *What you will learn*, *Time needed*, *Prerequisites*, numbered
+# steps, a *Summary* and *What's next*. Each one starts the agents it needs and stops them at the
+# end, so you can open any lesson on its own and run it top to bottom.
+#
+# The whole story, as the walkthrough tells it (the lessons follow it step by step):
+#
+# ```mermaid
+# sequenceDiagram
+#     participant U as User
+#     participant C as Coordinator (A2A client)
+#     participant S as Ticket analyst (A2A server)
+#     U->>C: "What is wrong with this ticket?"
+#     C->>S: read the retained Agent Card (discovery)
+#     C->>S: SendMessage (analysis request, messageId m1)
+#     S-->>C: Task(WORKING)
+#     S-->>C: Task(INPUT_REQUIRED): missing reproduction steps
+#     C->>S: SendMessage (supplement, messageId m2, same taskId and contextId)
+#     S-->>C: Task(WORKING)
+#     S-->>C: Artifact: structured report (chunked, lastChunk)
+#     S-->>C: Task(COMPLETED) + concluding Message
+#     C-->>U: Root cause and recommendation
+# ```
+#
+# Good habits: re-running a cell that creates an agent replaces the old MQTT client (one live client
+# per client ID), so cells can be run again; *Kernel > Restart Kernel and Run All Cells* gives a
+# clean slate.
+#
+# ## Step 5. Clean up
+#
+# `a2a_nb.stop_all()` disconnects every MQTT client this kernel opened. Each lesson ends with it.
+
+# %%
+closed = a2a_nb.stop_all()
+print(f"closed {closed} MQTT session(s)")
+
+# %% [markdown]
+# ## Summary
+# - The kit uses the broker named by `A2A_BROKER_URL`, or starts its own Mosquitto; `broker.resolve()`
+#   tells which.
+# - Every agent is an MQTT v5 client with client ID `{org}/{unit}/{agent}`; QoS 1 publishes return
+#   a reason code (16 = nobody subscribed).
+# - A2A over MQTT uses `$a2a/v1/{discovery|request|reply|event}/{org}/{unit}/...`; the builders in
+#   `a2a_nb.protocol.topics` make and check these names without sending anything.
+# - `#` does not match `$a2a/...`: subscribe to `$a2a/#` explicitly.
+#
+# ## What's next
+# [01 · Discovery](01-discovery.ipynb): the ticket desk publishes its Agent Card, and the coordinator
+# picks it by skill tag, not by name.

@@ -1,0 +1,267 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Input required: the analyst asks, the coordinator answers
+#
+# The walkthrough's scenario pauses once: to confirm the root cause of TCK-4821 the analyst needs
+# the **reproduction steps**, and the ticket does not have them. The task moves to
+# `INPUT_REQUIRED`. This lesson follows that pause on the wire: the stream that ends without the
+# task ending, the answer sent on the same task, and then a second task in the same conversation.
+#
+# ## What you will learn
+# - `INPUT_REQUIRED` is **stream-final but not terminal**: the stream for that Correlation Data ends,
+#   the task waits;
+# - what the requester drops (the in-flight Correlation Data) and what it keeps (Task.id, contextId,
+#   route);
+# - continuing the task: a **new messageId**, the **same Task.id and contextId**, **fresh Correlation
+#   Data**, shown side by side as they crossed the broker;
+# - the task's history after the pause;
+# - a new turn in the same conversation: **new Task.id, same contextId**; `ListTasks` by context;
+# - what an agent answers when you write to a finished task, or mix up contexts.
+#
+# ## Time needed
+# About 15 minutes. The notebook runs in a few seconds.
+#
+# ## Prerequisites
+# - [02 · Send and track](02-send-and-track.ipynb) (identifiers, task states) and
+#   [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) (stream events, the report).
+
+# %% [markdown]
+# ## Step 1. The agents, and a tap on the request topics
+#
+# The desk works without handover again (`handover="none"`). Next to the coordinator we start a
+# **tap**: a plain MQTT client subscribed to every request topic of `acme/support`, so we can look
+# at what the coordinator really published. It is an ordinary subscriber; the agents do not know it
+# is there (a filter starting with `$a2a/` is needed: `#` alone would not match `$` topics).
+
+# %%
+import json
+import time
+
+import pandas as pd
+
+import a2a_nb
+from a2a_nb.agents import Requester
+from a2a_nb.mqtt import Session
+from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
+from a2a_nb.protocol.errors import A2AError
+from a2a_nb.story.cast import TicketDesk
+from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+desk = TicketDesk(handover="none", seed=4821)
+coordinator = Requester("coordinator", seed=4821)
+
+tap = Session("acme", "support", "lesson-04-tap")
+tap.subscribe("$a2a/v1/request/acme/support/#")   # no handler: messages wait in tap.inbox
+
+def tapped():
+    """The requests the tap saw since the last call, one dict each."""
+    rows = []
+    while (m := tap.receive(timeout=0.2)) is not None:
+        request = json.loads(m.payload)
+        params = request["params"]
+        message = params.get("message", {})
+        rows.append({"to": topics.parse_topic(m.topic).agent, "method": request["method"],
+                     "messageId": message.get("messageId", ""),
+                     "Task.id": message.get("taskId") or params.get("id"),
+                     "contextId": message.get("contextId", ""),
+                     "Correlation Data": m.correlation_data.hex()[:16] + "…"})
+    return rows
+
+print(tap.client_id, "listens on $a2a/v1/request/acme/support/#")
+
+# %% [markdown]
+# ## Step 2. The ticket without reproduction steps
+#
+# The first message names the ticket and nothing else. The coordinator streams it to the desk:
+
+# %%
+first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+stream = coordinator.stream("ticket-desk", message=first)
+for event in stream:
+    print(event)
+print()
+print("the analyst asks:", stream.view.status_text)
+
+# %% [markdown]
+# The stream is over, but the task is not:
+
+# %%
+state = stream.state
+print("task state:       ", states.short_name(state))
+print("stream ended:     ", stream.done, "(states.ends_stream:", states.ends_stream(state), ")")
+print("task is terminal: ", states.is_terminal(state))
+print("task is waiting:  ", states.is_interrupted(state))
+
+# %% [markdown]
+# ## Step 3. What the coordinator drops and what it keeps
+#
+# The profile is precise (Streaming Reply Mapping 7): at `input-required` the requester **cleans up
+# the in-flight state for that Correlation Data**. The next message on this task will be a new
+# request with new Correlation Data; anything still arriving with the old one is a protocol error
+# and is ignored. Let us check it: the tap publishes a fake late reply with the old Correlation Data
+# to the coordinator's reply topic.
+
+# %%
+old_correlation = stream.events[0].mqtt.correlation_data
+late = jsonrpc.result_response("late", messages.stream_status(
+    messages.status_update(stream.task_id, CONTEXT_ID, messages.task_status(states.WORKING))))
+
+before = coordinator.stats.ignored_unknown_correlation
+tap.publish(MqttMessage(coordinator.reply_topic, encode_json(late), correlation_data=old_correlation))
+for _ in range(100):                      # wait (at most 1 s) for the coordinator to see it
+    if coordinator.stats.ignored_unknown_correlation > before:
+        break
+    time.sleep(0.01)
+print("late item ignored:", coordinator.stats.ignored_unknown_correlation - before == 1)
+
+# %% [markdown]
+# What it keeps is everything it needs to continue: the task's identity and where to send it.
+
+# %%
+print("Task.id:   ", stream.task_id)
+print("contextId: ", stream.view.context_id)
+print("route:     ", coordinator.routing.target(stream.task_id))
+
+# %% [markdown]
+# ## Step 4. The answer: same task, new message, new correlation
+#
+# The coordinator asks the user and sends the answer with `continue_task`. It makes a new message
+# (new `messageId`: this is new input, not a resend) for the same `Task.id` and `contextId`, and
+# publishes it as a new request (new Correlation Data) to whoever answers for the task now.
+
+# %%
+answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m2")
+for event in answer:
+    print(event)
+
+# %% [markdown]
+# Both requests, as the tap saw them on the broker:
+
+# %%
+m1, m2 = tapped()
+side = pd.DataFrame({"first message (m1)": m1, "the answer (m2)": m2})
+side["same?"] = [m1[key] == m2[key] for key in side.index]
+side
+
+# %% [markdown]
+# Four identifiers, four lifetimes: the **Correlation Data** is one request/reply exchange, the
+# **messageId** one message, the **Task.id** the task's whole life, the **contextId** the
+# conversation (many tasks). Exactly two changed: the messageId (new input) and the Correlation Data
+# (a new exchange). That is the rule for continuing an interrupted task (Multi-Turn Conversation
+# Patterns, pattern 3).
+#
+# ## Step 5. The task completes
+#
+# The second stream went from `working` to `completed`, with the report in between:
+
+# %%
+print("state:      ", states.short_name(answer.state))
+print("artifacts:  ", [a["artifactId"] for a in answer.view.artifacts.as_list()])
+print("conclusion: ", answer.view.status_text[:120] + "…")
+
+# %% [markdown]
+# The task's history keeps the whole exchange, in order: the coordinator's two messages and every
+# message the agent attached to a status (its progress notes, its question and its conclusion).
+
+# %%
+task = coordinator.get_task(stream.task_id)
+pd.DataFrame([
+    {"role": m["role"], "messageId": m["messageId"], "text": messages.text_of(m)[:80]}
+    for m in task["history"]
+])
+
+# %% [markdown]
+# ## Step 6. A new turn in the same conversation
+#
+# A week later the user asks about the same ticket again. A finished task never changes, so this
+# is a **new task** (new Task.id) in the **same context** (`ctx-tck4821`): the agent may use the
+# context's history, and everything about the ticket stays together.
+
+# %%
+recheck = coordinator.stream(
+    "ticket-desk",
+    "Re-check TCK-4821 after the cache fix was deployed\n" + REPRO_TEXT,
+    context_id=CONTEXT_ID, message_id="coord-tck4821-m3")
+recheck.wait()
+
+turns = pd.DataFrame([
+    {"turn": "the ticket", "Task.id": stream.task_id, "contextId": stream.view.context_id,
+     "state": states.short_name(coordinator.get_task(stream.task_id)["status"]["state"])},
+    {"turn": "the re-check", "Task.id": recheck.task_id, "contextId": recheck.view.context_id,
+     "state": states.short_name(recheck.state)},
+])
+print("new Task.id:     ", recheck.task_id != stream.task_id)
+print("same contextId:  ", recheck.view.context_id == stream.view.context_id)
+turns
+
+# %% [markdown]
+# The context groups them: `ListTasks` with the contextId returns both tasks from the agent.
+
+# %%
+listed = coordinator.list_tasks("ticket-desk", context_id=CONTEXT_ID)
+pd.DataFrame([
+    {"Task.id": t["id"], "contextId": t["contextId"], "state": states.short_name(t["status"]["state"])}
+    for t in listed["tasks"]
+])
+
+# %% [markdown]
+# ## Step 7. What the agent refuses
+#
+# Two mistakes the agent turns into JSON-RPC errors on the reply path. Writing to a **finished**
+# task (a terminal task cannot restart: start a new one in the same context instead):
+
+# %%
+try:
+    coordinator.continue_task(stream, "one more thing about TCK-4821", message_id="coord-tck4821-m4")
+except A2AError as err:
+    print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
+
+# %% [markdown]
+# And a message that names a task with a **different contextId** than the one the task was created
+# in: error `-32602` (invalid params), as the profile demands (Context Identifier Semantics 6).
+
+# %%
+mixed_up = coordinator.new_message("about TCK-4821", task_id=recheck.task_id, context_id="ctx-tck9999",
+                                   message_id="coord-tck4821-m5")
+try:
+    coordinator.send(None, message=mixed_up)
+except A2AError as err:
+    print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
+
+# %% [markdown]
+# ## Step 8. Clean up
+
+# %%
+tap.close()
+desk.stop()
+print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+# %% [markdown]
+# ## Summary
+# - `INPUT_REQUIRED` (and `AUTH_REQUIRED`) ends the stream for its Correlation Data, but the task
+#   waits; the requester forgets the correlation, keeps Task.id, contextId and route.
+# - Continuing a task: `continue_task` sends a **new messageId** with the **same Task.id and
+#   contextId**, as a new request with **fresh Correlation Data**.
+# - The task's history records both user messages and the agent's notes, question and conclusion.
+# - A new turn in a conversation is a **new task in the same context**; `ListTasks` finds a
+#   context's tasks.
+# - A terminal task refuses new messages (`-32004` UnsupportedOperation); a contextId that does not
+#   match the task's is `-32602`.
+#
+# ## What's next
+# [05 · Handover](05-handover.ipynb): the desk hands the ticket to an analyst instance of its own,
+# and the coordinator's routing table follows it (user story 07).

@@ -1,0 +1,418 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Recovery: the coordinator's checklist, live
+#
+# Any step of the handoff can break. The walkthrough ends with a checklist: for each observation,
+# one action. This lesson makes each line happen on the real broker and shows the coordinator
+# recovering: a reply that never comes, a stream that stops, a coordinator that can only poll, an
+# analysis that takes too long, and an analyst that is gone.
+#
+# ## What you will learn
+# - **timeout**: resend verbatim (same messageId and Task.id, new Correlation Data), and why the
+#   agent does not run the work twice;
+# - **dropped stream**: recover with `GetTask` and `SubscribeToTask`, automatically after a stall and
+#   by hand after the coordinator lost its connection;
+# - **polling only**: `GetTask` with backoff until the task is terminal;
+# - **past the time limit**: `CancelTask`, then a new task in the same contextId;
+# - **analyst unreachable**: retries, fallback to the card agent with the reason recorded, and what
+#   is left when the card agent is gone too.
+#
+# ## Time needed
+# About 25 minutes. The notebook runs in about 10 seconds (it waits for real timeouts).
+#
+# ## Prerequisites
+# - [04 · Input required](04-input-required.ipynb) (continuing a task) and
+#   [05 · Handover](05-handover.ipynb) (routing table, fallback).
+
+# %% [markdown]
+# ## Step 1. A retry profile for the classroom
+#
+# The profile's *Requester Retry and Timeout Profile* fixes the defaults every requester must
+# implement: 15 s for a first reply, 30 s of stream silence, 3 attempts, backoff 1 / 2 / 4 s with
+# ±20 % jitter. They are right for a real network and far too slow for a lesson, so this coordinator
+# uses much shorter times. The rules that use them are unchanged.
+
+# %%
+import threading
+import time
+
+import pandas as pd
+
+import a2a_nb
+from a2a_nb.agents import Requester, Responder
+from a2a_nb.agents.requester import RequestTimeout
+from a2a_nb.mqtt import Session
+from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
+from a2a_nb.protocol.errors import A2AError
+from a2a_nb.protocol.retry import DEFAULT, RetryProfile
+from a2a_nb.story.cast import TicketDesk
+from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+pd.set_option("display.max_colwidth", 90)
+QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=0.5, max_attempts=3,
+                     backoff_s=(0.05, 0.1, 0.2))
+
+def describe(p):
+    return {"first-reply timeout": f"{p.reply_first_timeout_s:g} s", "stream idle timeout": f"{p.stream_idle_timeout_s:g} s",
+            "attempts": p.max_attempts, "backoff": " / ".join(f"{b:g}" for b in p.backoff_s) + f" s ±{p.jitter:.0%}",
+            "message expiry": f"{p.message_expiry_s()} s", "give up after (worst case)": f"{p.worst_case_s():.2f} s"}
+
+pd.DataFrame({"profile default": describe(DEFAULT), "this lesson": describe(QUICK)})
+
+# %%
+coordinator = Requester("coordinator", seed=4821, retry=QUICK)
+
+def attempts_table(attempts):
+    return pd.DataFrame([{"attempt": a.number, "to": topics.parse_topic(a.topic).agent,
+                          "Correlation Data": a.correlation[:16] + "…", "PUBACK": a.reason_code,
+                          "outcome": a.outcome} for a in attempts])
+
+print(coordinator)
+
+# %% [markdown]
+# ## Step 2. "SendMessage timed out; delivery unknown" → resend verbatim
+#
+# After a timeout the coordinator cannot know what happened: the request may have been lost, or
+# processed with its reply lost. The rule covers both: publish **the same request again** (same
+# messageId, same Task.id) with **new Correlation Data**, at most `max_attempts` times, and stop at
+# the first correlated reply.
+#
+# To make the first attempt fail on purpose, here is an agent written with nothing but a raw MQTT
+# session: it reads requests on its request topic, **ignores the first one** and answers the second
+# with a finished task. It also notes what it received.
+
+# %%
+received = []
+flaky = Session("acme", "support", "flaky-analyst")
+
+def on_request(msg):
+    request = jsonrpc.parse_request(msg.payload)
+    message = request["params"]["message"]
+    received.append({"request": len(received) + 1, "messageId": message["messageId"],
+                     "Task.id": message["taskId"][:8] + "…",
+                     "Correlation Data": msg.correlation_data.hex()[:16] + "…"})
+    if len(received) == 1:
+        return                                   # lost: no reply for the first attempt
+    task = messages.task(message["taskId"], message["contextId"], messages.task_status(states.COMPLETED))
+    answer = jsonrpc.result_response(request["id"], messages.send_message_result(task))
+    flaky.publish_then(MqttMessage(msg.response_topic, encode_json(answer), correlation_data=msg.correlation_data),
+                       lambda ack: None)
+
+flaky.subscribe(topics.request_topic("acme", "support", "flaky-analyst"), handler=on_request)
+print(flaky.client_id, "listens on", topics.request_topic("acme", "support", "flaky-analyst"))
+
+# %%
+reply = coordinator.send("flaky-analyst", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+print("state:", states.short_name(reply.state))
+attempts_table(reply.attempts)
+
+# %% [markdown]
+# What the agent received: the same message twice, told apart only by the Correlation Data.
+
+# %%
+pd.DataFrame(received)
+
+# %% [markdown]
+# And when the first request *was* processed? Then the agent recognises the resend by its Task.id
+# and messageId and returns the task it already has: the work runs **once**. The ticket desk (no
+# handover this time, and quick) shows it: the same message sent twice, one execution.
+
+# %%
+flaky.close()
+desk = TicketDesk(handover="none", seed=4821, pace=0.01)
+
+ticket = coordinator.new_message(TICKET_TEXT + "\n" + REPRO_TEXT, context_id=CONTEXT_ID,
+                                 message_id="coord-tck4821-m2")
+once = coordinator.send("ticket-desk", message=ticket)
+again = coordinator.send("ticket-desk", message=ticket)          # verbatim: same dict, same ids
+print("both completed:        ", once.state == again.state == states.COMPLETED)
+print("same task, same report:", once.task == again.task)
+print("analyses run:          ", desk.desk.stats.executions)
+
+# %% [markdown]
+# ## Step 3. "Event stream dropped mid-way" → GetTask / SubscribeToTask
+#
+# A dropped stream is not a failed task: the agent keeps working. The coordinator asks where the
+# task stands (`GetTask`) and, if it still runs, re-attaches with `SubscribeToTask` on the same
+# Task.id. It never republishes the original request (once a stream item arrived, that is
+# forbidden: rule 7 of the retry profile).
+#
+# The agent for this step collects evidence in three chunks and stops at a **gate** after the first
+# one, so we decide when it goes on.
+
+# %%
+gate = threading.Event()
+
+def collect_evidence(ctx):
+    ctx.working("collecting evidence for TCK-4821")
+    ctx.artifact("evidence", [messages.text_part("orders scanned; ")], name="Evidence")
+    gate.wait(10)                                   # ... until the lesson opens the gate
+    ctx.artifact("evidence", [messages.text_part("events scanned; ")], append=True)
+    ctx.artifact("evidence", [messages.text_part("pattern confirmed")], append=True, last_chunk=True)
+    ctx.complete("evidence collected")
+
+collector = Responder("evidence-collector", collect_evidence)
+print(collector)
+
+# %% [markdown]
+# **A stalled stream.** After the first chunk the stream goes quiet. When nothing arrives for
+# `stream_idle_timeout` (0.5 s here), the stream recovers by itself: `GetTask` (still `working`),
+# then `SubscribeToTask`, whose first item is the task as it is now. We open the gate as soon as
+# we see the recovery.
+
+# %%
+ignored_before = coordinator.stats.ignored_unknown_correlation
+stalled = coordinator.stream("evidence-collector", "Collect the evidence for TCK-4821", context_id=CONTEXT_ID)
+for event in stalled:
+    print(event, "| Correlation Data:", event.mqtt.correlation_data.hex()[:8] + "…" if event.mqtt else "-")
+    if event.kind == "recovered":
+        gate.set()
+print()
+print("recoveries:", stalled.recoveries, "| evidence:", stalled.view.artifacts.text("evidence"))
+print("items still coming on the old correlation, ignored:",
+      coordinator.stats.ignored_unknown_correlation - ignored_before)
+
+# %% [markdown]
+# The subscription has its own Correlation Data. The agent never stopped sending on the old one
+# (nothing told it the coordinator left), and those items were ignored: after recovery, the old
+# correlation is no longer in flight.
+#
+# **A lost connection.** Now the coordinator itself goes away mid-stream: its TCP connection is cut
+# (`kill_socket`, as if the network dropped). A new coordinator session comes up with a new reply
+# topic. It knows the Task.id and the routing table (a real coordinator would keep them on disk:
+# `Requester(routes_path=...)`).
+
+# %%
+gate.clear()
+dropped = coordinator.stream("evidence-collector", "Collect the evidence for TCK-4821 again", context_id=CONTEXT_ID)
+seen = [next(dropped) for _ in range(3)]
+print("before the drop:", seen)
+
+lost_task = dropped.task_id
+coordinator.session.kill_socket()                                   # the network drops
+coordinator = Requester("coordinator", seed=4822, retry=QUICK, routing=coordinator.routing)
+print("back with a new reply topic:", coordinator.reply_topic)
+
+# %%
+snapshot = coordinator.get_task(lost_task)
+print("GetTask:", states.short_name(snapshot["status"]["state"]), "| evidence so far:",
+      repr(messages.text_of(snapshot["artifacts"][0])))
+
+resumed = coordinator.subscribe(lost_task)
+print(next(resumed), "(the snapshot)")
+gate.set()
+for event in resumed:
+    print(event)
+print()
+print("evidence:", resumed.view.artifacts.text("evidence"))
+
+# %% [markdown]
+# What the agent published for the lost session went to a reply topic nobody listens to any more;
+# the broker said so in each PUBACK (16, *No matching subscribers*):
+
+# %%
+for _ in range(100):
+    if collector.runtime.unheard_replies >= 3:
+        break
+    time.sleep(0.01)
+print("replies nobody heard:", collector.runtime.unheard_replies)
+
+# %% [markdown]
+# ## Step 4. "Polling only" → GetTask with backoff until terminal
+#
+# A coordinator that cannot hold a stream (or a push endpoint) asks: `GetTask`, wait, ask again,
+# each wait twice the last (here 0.1, 0.2, 0.4 s ..., at most 1 s). `poll` does it; its `until`
+# function sees every state it reads, and this one opens the gate after the third answer.
+
+# %%
+gate.clear()
+ack = coordinator.send("evidence-collector", "Collect the evidence once more", context_id=CONTEXT_ID,
+                       return_immediately=True)
+print("acknowledged at once:", states.short_name(ack.state))
+
+polls = []
+
+def until(state):
+    polls.append((time.time(), states.short_name(state)))
+    if len(polls) == 3:
+        gate.set()
+    return states.is_terminal(state)
+
+final = coordinator.poll(ack.task_id, until=until, interval_s=0.1, max_interval_s=1.0)
+print("states read:", [state for _, state in polls])
+print("final:      ", states.short_name(final["status"]["state"]), "|", messages.text_of(final["artifacts"][0], sep=""))
+
+# %% [markdown]
+# The waits between the asks (measured, so they change from run to run):
+
+# %% tags=["nbval-ignore-output"]
+print(" ".join(f"{b - a:.2f}s" for (a, _), (b, _) in zip(polls, polls[1:])))
+
+# %% [markdown]
+# ## Step 5. "WORKING past the ticket's time limit" → CancelTask, then a new task
+#
+# This agent digs through six months of logs unless asked for less. Its handler waits with
+# `ctx.wait(...)`, which wakes up (and stops the work) the moment the task is canceled.
+
+# %%
+stopped = threading.Event()
+
+def dig_logs(ctx):
+    if "last 24 h" in ctx.text:
+        return "no cache errors in the last 24 h since the fix"
+    ctx.working("digging through six months of logs")
+    try:
+        ctx.wait(60)
+    finally:
+        stopped.set()
+
+digger = Responder("log-digger", dig_logs)
+slow = coordinator.send("log-digger", "Dig through the logs for TCK-4821", context_id=CONTEXT_ID,
+                        return_immediately=True)
+limit = coordinator.poll(slow.task_id, until=states.is_terminal, interval_s=0.1, timeout_s=0.3)
+print("after the 0.3 s time limit:", states.short_name(limit["status"]["state"]))
+
+# %%
+canceled = coordinator.cancel_task(slow.task_id)
+print("CancelTask ->", states.short_name(canceled["status"]["state"]))
+print("the agent stopped working:", stopped.wait(2))
+
+# %% [markdown]
+# A canceled task is terminal: it cannot restart, and cannot be canceled twice.
+
+# %%
+for attempt in (lambda: coordinator.continue_task(slow, "only the last 24 h, please"),
+                lambda: coordinator.cancel_task(slow.task_id)):
+    try:
+        attempt()
+    except A2AError as err:
+        print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
+
+# %% [markdown]
+# So the coordinator starts a **new task in the same contextId**, with a request that fits the time
+# limit:
+
+# %%
+narrower = coordinator.send("log-digger", "Dig through the logs for TCK-4821, last 24 h only",
+                            context_id=CONTEXT_ID)
+print("new Task.id:   ", narrower.task_id != slow.task_id)
+print("same contextId:", narrower.context_id == slow.context_id == CONTEXT_ID)
+print("state:         ", states.short_name(narrower.state), "|", narrower.text)
+
+# %% [markdown]
+# ## Step 6. "Analyst unreachable" → retry, then switch
+#
+# The desk of lesson 05's third failure case: its analyst asks for the reproduction steps and then
+# disappears (as in lesson 05, we wait until the broker answers a publish on the analyst's topic
+# with PUBACK 16). The coordinator retries on the analyst's direct topic, falls back to the card
+# agent, and records why.
+
+# %%
+desk.stop()
+desk = TicketDesk(handover="dies", seed=4824)
+
+question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m3")
+question.wait()
+analyst = desk.instances[-1]
+print("asked by", analyst.agent, "| state:", states.short_name(question.state))
+
+gone = topics.request_topic("acme", "support", analyst.agent)   # wait until the broker dropped it
+for _ in range(500):
+    if coordinator.session.publish(MqttMessage(gone, b"", qos=1)).no_subscribers:
+        break
+    time.sleep(0.01)
+
+ack = coordinator.continue_task(question, REPRO_TEXT, message_id="coord-tck4821-m4", return_immediately=True)
+attempts_table(ack.attempts)
+
+# %%
+pd.DataFrame([r for r in coordinator.routing.history_rows() if r["task_id"] == question.task_id],
+             columns=["cause", "from", "to", "detail"])
+
+# %%
+done = coordinator.poll(question.task_id, until=states.is_terminal)
+print("task:", states.short_name(done["status"]["state"]), "| finished by the card agent:",
+      coordinator.routing.target(question.task_id).label)
+
+# %% [markdown]
+# And if the card agent is gone too? There is nobody left to fall back to: after the full retry
+# profile the coordinator gives up with `RequestTimeout`, and the task *may* still exist somewhere.
+# The walkthrough's last resort is to switch to another agent found by discovery (by skill, as in
+# lesson 01) and to start over in a **new contextId**, recording why the old one was abandoned.
+
+# %%
+desk.stop()
+try:
+    coordinator.get_task(question.task_id)
+except RequestTimeout as exc:
+    reason = str(exc)
+    print("RequestTimeout:", reason)
+
+restart = coordinator.new_message(
+    TICKET_TEXT + "\n" + REPRO_TEXT, context_id="ctx-tck4821-r2", message_id="coord-tck4821-r2-m1",
+    metadata={"previousContextId": CONTEXT_ID, "switchReason": reason})
+print()
+print("the next first message:", {k: restart[k] for k in ("messageId", "contextId", "metadata")})
+
+# %% [markdown]
+# ## Step 7. The checklist, with what you saw
+#
+# The walkthrough's recovery table, with the kit call for each line and the step of this lesson that
+# showed it:
+
+# %%
+pd.DataFrame([
+    ("SendMessage timed out; delivery unknown", "resend verbatim (same messageId, Task.id)",
+     "automatic in send / stream (RetryProfile)", "2"),
+    ("event stream dropped mid-way", "GetTask, then SubscribeToTask; ignore the old correlation",
+     "automatic after stream_idle_timeout; get_task + subscribe", "3"),
+    ("polling only", "GetTask with backoff until terminal", "poll(task_id, until=...)", "4"),
+    ("WORKING past the time limit", "CancelTask, new task in the same contextId",
+     "cancel_task, then send(..., context_id=...)", "5"),
+    ("more authorization needed", "AUTH_REQUIRED, delegate upward", "continue_task (like INPUT_REQUIRED)",
+     "lesson 04"),
+    ("analyst unreachable", "retry, fall back to the card agent, then switch agents; record the reason",
+     "automatic fallback; RequestTimeout when none is left", "6"),
+], columns=["observation", "action", "in the kit", "step"])
+
+# %% [markdown]
+# ## Step 8. Clean up
+
+# %%
+collector.stop()
+digger.stop()
+desk.stop()
+print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+# %% [markdown]
+# ## Summary
+# - A timeout means "delivery unknown": resend the same request (same messageId and Task.id) with
+#   new Correlation Data; the agent deduplicates by Task.id, so the work runs once.
+# - A dropped stream is not a failed task: `GetTask`, then `SubscribeToTask` on the same Task.id;
+#   never republish the original request; items on an abandoned correlation are ignored.
+# - Without a stream, `GetTask` with exponential backoff until the task is terminal.
+# - A task past its time limit is canceled (`CancelTask`; the agent's `ctx.wait` stops the work);
+#   terminal tasks never restart: a new task in the same contextId takes over.
+# - An unreachable analyst gets the retry profile, then the card agent takes the task back, with the
+#   reason in the routing table; with nobody left, `RequestTimeout`, and a new contextId elsewhere.
+#
+# ## What's next
+# You have followed ticket TCK-4821 from discovery to recovery.
+# [07 · Traffic analysis](07-traffic-analysis.ipynb) replays recordings of the whole story and
+# analyses what crossed the broker. Or go back to [00 · Start here](00-start-here.ipynb) for the list
+# of lessons, and replay any failure here with other timings: every agent in these lessons is a few
+# lines of Python.
