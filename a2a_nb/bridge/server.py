@@ -1,0 +1,153 @@
+"""``Bridge``: the HTTP bridge as an object a cell starts and stops, on a free loopback port.
+
+``with Bridge("ticket-desk") as bridge: bridge.url`` serves the agent's card and its JSON-RPC
+endpoint at ``http://127.0.0.1:PORT/`` until the block ends. Underneath: one Requester (MQTT Client
+ID ``{org}/{unit}/bridge``, its reply topic subscribed once) that every HTTP client shares, and
+uvicorn running the Starlette app on a thread of its own. Start and stop are bounded: ``start``
+gives up after ``start_timeout_s``, ``stop`` ends the open streams, then the server (its graceful
+shutdown limited to ``STOP_GRACE_S``), then the MQTT session.
+
+Tasks over MQTT belong to their requester (the kit's rule): every task made through one bridge is
+the bridge's, so its HTTP clients see each other's tasks unless the agent checks bearer tokens,
+whose subject then tells them apart.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any, Optional, Union
+
+import uvicorn
+
+from ..agents.requester import Requester
+from ..mqtt.broker import BrokerEndpoint
+from ..protocol.retry import DEFAULT, RetryProfile
+from .app import BridgeApp, BridgeStats
+from .card import WELL_KNOWN_PATH, CardWatch, bridged_card
+from .forward import Forwarder
+
+HOST = "127.0.0.1"
+STOP_GRACE_S = 2
+CARD_WAIT_S = 2.0
+
+
+class NoCard(LookupError):
+    """The agent has no retained Agent Card on the broker: nothing to bridge (is it served?)."""
+
+
+class Bridge:
+    """An HTTP JSON-RPC front for one MQTT agent (see the module docstring)."""
+
+    def __init__(self, agent: str = "ticket-desk", *, org: str = "acme", unit: str = "support",
+                 broker: Union[str, BrokerEndpoint, None] = None, port: int = 0, as_agent: str = "bridge",
+                 retry: RetryProfile = DEFAULT, max_requests: int = 16, max_streams: int = 8,
+                 card_wait_s: float = CARD_WAIT_S, start_timeout_s: float = 5.0,
+                 allow_token_without_tls: bool = False, seed: Optional[int] = None):
+        self.agent, self.org, self.unit, self.port = agent, org, unit, port
+        self._broker, self._as_agent, self._retry, self._seed = broker, as_agent, retry, seed
+        self._limits = {"max_requests": max_requests, "max_streams": max_streams}
+        self.card_wait_s, self.start_timeout_s = card_wait_s, start_timeout_s
+        self.allow_token_without_tls = allow_token_without_tls
+        self.requester: Optional[Requester] = None
+        self.http: Optional[BridgeApp] = None
+        self._server: Optional[uvicorn.Server] = None
+        self._thread: Optional[threading.Thread] = None
+
+    # -- what a cell reads -------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The JSON-RPC endpoint (also the base URL an a2a-sdk client resolves the card from)."""
+        return f"http://{HOST}:{self.port}/"
+
+    @property
+    def card_url(self) -> str:
+        return f"http://{HOST}:{self.port}{WELL_KNOWN_PATH}"
+
+    @property
+    def card(self) -> Optional[dict[str, Any]]:
+        """The card an HTTP client gets now (None while the agent has none)."""
+        mqtt_card = self.http.cards.current if self.http else None
+        return bridged_card(mqtt_card, self.url) if mqtt_card is not None else None
+
+    @property
+    def stats(self) -> BridgeStats:
+        return self.http.stats if self.http else BridgeStats()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> "Bridge":
+        """Connect to the broker, wait for the agent's card, then serve HTTP; raises ``NoCard``."""
+        if self.running:
+            return self
+        self.requester = Requester(self._as_agent, org=self.org, unit=self.unit, broker=self._broker,
+                                   retry=self._retry, seed=self._seed,
+                                   allow_token_without_tls=self.allow_token_without_tls)
+        try:
+            cards = CardWatch(self.requester.session, self.org, self.unit, self.agent)
+            if cards.wait(self.card_wait_s) is None:
+                raise NoCard(f"no Agent Card for {self.agent} in {self.org}/{self.unit} "
+                             f"(waited {self.card_wait_s:g} s on {cards.topic})")
+            sock = _listen(self.port)
+            self.port = sock.getsockname()[1]
+            self.http = BridgeApp(Forwarder(self.requester, self.agent), cards, self.url, **self._limits)
+            self._serve(sock)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _serve(self, sock: socket.socket) -> None:
+        assert self.http is not None
+        config = uvicorn.Config(self.http.app, log_config=None, access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=STOP_GRACE_S)
+        self._server = server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                        name=f"bridge-{self.agent}-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + self.start_timeout_s
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the bridge's HTTP server did not start on {self.url} "
+                                   f"within {self.start_timeout_s:g} s")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        """End the open streams, the HTTP server and the MQTT session (bounded; safe to repeat)."""
+        if self.http is not None:
+            self.http.close_streams()
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(STOP_GRACE_S + 1)
+            if self._thread.is_alive():
+                self._server.force_exit = True
+                self._thread.join(1)
+        self._server = self._thread = None
+        if self.requester is not None:
+            self.requester.close()
+
+    def __enter__(self) -> "Bridge":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"serving {self.url}" if self.running else "stopped"
+        return f"<Bridge HTTP → MQTT {self.org}/{self.unit}/{self.agent}: {state}>"
+
+
+def _listen(port: int) -> socket.socket:
+    """A listening TCP socket on the loopback interface (``port`` 0: a free one)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock

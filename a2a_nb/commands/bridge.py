@@ -1,0 +1,40 @@
+"""``python -m a2a_nb bridge AGENT``: the agent's card and JSON-RPC endpoint over HTTP, until Ctrl-C."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from .common import CliError, add_scope, tcp_port, wait_for_signal
+
+
+def register(sub) -> None:
+    b = sub.add_parser("bridge", help="serve an MQTT agent over HTTP JSON-RPC (its card at "
+                       "/.well-known/agent-card.json) on 127.0.0.1 until Ctrl-C; prints the URL first")
+    b.add_argument("agent", help="the agent to bridge (it must have a retained Agent Card), e.g. ticket-desk")
+    b.add_argument("--port", type=tcp_port, default=None, help="TCP port on 127.0.0.1 (default: a free one)")
+    add_scope(b)
+    b.set_defaults(func=cmd_bridge)
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    from ..bridge import Bridge, NoCard
+    from ..mqtt.broker import ENV_URL, resolve
+
+    bridge = Bridge(args.agent, org=args.org, unit=args.unit, broker=resolve(args.broker).url_with_secret,
+                    port=args.port or 0)
+    try:
+        bridge.start()
+    except NoCard as exc:
+        private = not args.broker and not os.environ.get(ENV_URL)
+        raise CliError(str(exc), hint=f"{ENV_URL} is not set, so the bridge started a private Mosquitto with no "
+                       "agents on it: point it at the broker the agent uses" if private else
+                       f"serve it first (`python -m a2a_nb serve {args.agent} --org {args.org} --unit {args.unit}`) "
+                       "or check the agent name, --org and --unit") from None
+    print(bridge.url, flush=True)
+    print(f"# {args.org}/{args.unit}/{args.agent} over HTTP: card at {bridge.card_url}, JSON-RPC at {bridge.url} "
+          "(Ctrl-C stops it)", flush=True)
+    try:
+        wait_for_signal()
+    finally:
+        bridge.stop()
+    return 0
