@@ -1,0 +1,199 @@
+"""Checks of the retained Agent Card and of the first request/reply exchange.
+
+Profile: Discovery Topic, Discovery Publisher Behavior 1, Presence and Liveness 1-2, Agent Card
+Requirements 1, Discovery Interoperability 3; Request/Reply Mapping (MQTT v5) 3-7; Multi-Turn
+Conversation Patterns (Context Identifier Semantics 4); QoS Guidance 1.
+"""
+from __future__ import annotations
+
+from ..protocol import cards, jsonrpc, properties, topics
+from ..protocol.messages import task_ids_of
+from ..traffic.lint import SHOULD, validate_payload
+from .client import short_bytes
+from .rules import MUST, Outcome, check, failed, not_applicable, passed
+from .runner import ProbeRun, Sent
+
+
+def _subscribed(run: ProbeRun) -> str:
+    return f"subscribe {topics.discovery_filter(run.org, run.unit)}"
+
+
+@check("card-retained", "card-retained", "the Agent Card is a retained message on the agent's discovery topic")
+def card_retained(run: ProbeRun) -> Outcome:
+    m = run.card_message
+    if m.retain:
+        return passed(_subscribed(run), f"card on {m.topic}, retained")
+    return failed(_subscribed(run), f"card on {m.topic} without the retain flag",
+                  "a card that is not retained is never seen by subscribers that connect later; publish it retained")
+
+
+@check("card-qos", "qos1", "the retained card was published with QoS 1")
+def card_qos(run: ProbeRun) -> Outcome:
+    m = run.card_message
+    if m.qos >= 1:
+        return passed(_subscribed(run), f"card delivered with QoS {m.qos} (subscribed with QoS 1)")
+    return failed(_subscribed(run), "card delivered with QoS 0 (subscribed with QoS 1)",
+                  "the card was published with QoS 0; register with QoS 1 (Discovery Publisher Behavior 1)")
+
+
+@check("card-status", "card-status", "the card carries a2a-status=online and a2a-status-source=agent")
+def card_status(run: ProbeRun) -> Outcome:
+    m = run.card_message
+    status, source = m.user_property(properties.STATUS), m.user_property(properties.STATUS_SOURCE)
+    got = f"a2a-status={status}, a2a-status-source={source}"
+    if status == properties.ONLINE and source is not None:
+        return passed(_subscribed(run), got)
+    if status is None:
+        return failed(_subscribed(run), got, "no a2a-status on the card: subscribers cannot tell a live agent from "
+                      "a stale card; publish it with a2a-status=online, a2a-status-source=agent")
+    if status != properties.ONLINE:
+        return failed(_subscribed(run), got, f"the card says a2a-status={status!r} although the agent is being "
+                      "probed; a running agent's card says 'online'")
+    return failed(_subscribed(run), got, "a2a-status-source is missing: add a2a-status-source=agent "
+                  "(Presence and Liveness 2)")
+
+
+@check("card-schema", "card-schema", "the card is a valid A2A v1.0 AgentCard (checked with a2a-sdk)")
+def card_schema(run: ProbeRun) -> Outcome:
+    problems = cards.check_card(run.card)
+    sdk = validate_payload("AgentCard", run.card)
+    if sdk:
+        problems.append(sdk)
+    if not problems:
+        return passed(_subscribed(run), f"card {run.card.get('name')!r}, {len(run.card.get('skills') or [])} skill(s)")
+    return failed(_subscribed(run), "an AgentCard with problems", "; ".join(problems[:4]))
+
+
+@check("card-interface", "card-interface", "the card names the agent's MQTT request topic in supportedInterfaces",
+       level=SHOULD, section="Discovery Interoperability 3")
+def card_interface(run: ProbeRun) -> Outcome:
+    named = cards.request_topic_of(run.card)
+    if named == run.request_topic:
+        return passed(_subscribed(run), f"MQTT interface {named}")
+    if named is None:
+        return failed(_subscribed(run), "no MQTT entry in supportedInterfaces",
+                      "requesters that select an interface by protocolBinding find no MQTT entry; the probe "
+                      f"used the Topic Model's direct topic {run.request_topic}")
+    return passed(_subscribed(run), f"MQTT interface {named}",
+                  interop=f"the card names {named}, not the direct topic {run.request_topic}; the probe used the "
+                          "direct topic (Topic Model)")
+
+
+# -- the first request and its reply ----------------------------------------------------------------
+
+def _sent(base: Sent, what: str = "SendMessage, new task") -> str:
+    return (f"{what}: UUIDv4 Task.id {base.task_id[:8]}…, contextId {base.context_id[:8]}…, "
+            f"Correlation Data {short_bytes(base.exchange.sent.correlation_data)}")
+
+
+def _no_reply(base: Sent) -> Outcome:
+    return not_applicable("no reply echoed the request's Correlation Data, so there is nothing to read "
+                          "(see correlation-text)", _sent(base), base.exchange.came_back())
+
+
+@check("correlation-text", "reply-correlation", "a reply echoes text Correlation Data byte for byte")
+def correlation_text(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    return _correlation(base, _sent(base))
+
+
+def _correlation(sent: Sent, what: str) -> Outcome:
+    ex = sent.exchange
+    if ex.first is not None and not ex.stray:
+        return passed(what, ex.came_back())
+    if ex.first is not None:
+        return failed(what, ex.came_back(), "some replies on this request's reply topic carry other Correlation "
+                      "Data: echo the request's Correlation Data unchanged on every reply and stream item")
+    if ex.stray:
+        return failed(what, ex.came_back(), "the reply does not echo the request's Correlation Data, so a requester "
+                      "drops it (Requester Behavior 5); echo it unchanged, as bytes")
+    return failed(what, ex.came_back(), "no reply within the probe's timeout")
+
+
+@check("reply-topic", "reply-topic", "the reply goes to the request's Response Topic")
+def reply_topic(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    ex = base.exchange
+    corr = ex.sent.correlation_data
+    elsewhere = [m.topic for m in list(run.client.traffic) if m.correlation_data == corr and m.topic != ex.sent.response_topic
+                 and m.response_topic is None]
+    if elsewhere:
+        return failed(_sent(base), f"a reply on {elsewhere[0]}", "replies go to the Response Topic the request named")
+    if ex.first is None:
+        return _no_reply(base)
+    return passed(_sent(base), f"reply on {ex.first.topic}")
+
+
+@check("jsonrpc-id", "jsonrpc-id", "the JSON-RPC response carries the request's id")
+def jsonrpc_id(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    response = base.exchange.response
+    if response is None:
+        return _no_reply(base)
+    asked = jsonrpc.request_id_of(base.exchange.sent.payload)
+    if response.get("id") == asked:
+        return passed(_sent(base), f"id {asked!r}")
+    return failed(_sent(base), f"id {response.get('id')!r}", f"the request's id was {asked!r}: a JSON-RPC response "
+                  "carries its request's id")
+
+
+@check("task-id-echo", "task-id-stable", "the reply names the requester's Task.id (not one of its own)")
+def task_id_echo(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    if base.exchange.first is None:
+        return _no_reply(base)
+    named = [task_ids_of(p, {}) [0] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
+    wrong = [t for t in named if t != base.task_id]
+    if named and not wrong:
+        return passed(_sent(base), f"Task.id {base.task_id[:8]}… echoed")
+    if not named:
+        return failed(_sent(base), base.exchange.came_back(), "the reply names no Task.id (an error, or a Message "
+                      "without taskId): responders echo the requester's Task.id in every reply (Request/Reply Mapping 7)")
+    return failed(_sent(base), f"Task.id {wrong[0]!r}", "the reply names a Task.id of the agent's own: over MQTT the "
+                  "requester creates Task.id (a UUIDv4) and the responder must use it (Request/Reply Mapping 6-7)")
+
+
+@check("context-echo", "context-id", "the reply echoes the requester's contextId")
+def context_echo(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    if base.exchange.first is None:
+        return _no_reply(base)
+    named = [task_ids_of(p, {})[1] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
+    if named and all(c == base.context_id for c in named):
+        return passed(_sent(base), f"contextId {base.context_id[:8]}… echoed")
+    shown = named[0] if named else None
+    return failed(_sent(base), f"contextId {shown!r}", "responders preserve and echo the requester's contextId in "
+                  "every response (Context Identifier Semantics 4)")
+
+
+@check("result-schema", "a2a-schema", "the SendMessage result is a valid A2A v1.0 SendMessageResponse")
+def result_schema(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    response = base.exchange.response
+    if response is None:
+        return _no_reply(base)
+    if "error" in response:
+        return failed(_sent(base), base.exchange.came_back(), "a well-formed SendMessage was answered with an error: "
+                      f"{response['error']}")
+    bad = validate_payload("SendMessageResponse", response.get("result"))
+    if bad:
+        return failed(_sent(base), "an invalid SendMessageResponse", bad)
+    kind = "Message" if "message" in (response.get("result") or {}) else "Task"
+    interop = ("the agent answers SendMessage with a Message, not a Task: a requester that waits for a Task or a "
+               "status update gets neither" if kind == "Message" else "")
+    return passed(_sent(base), f"a valid SendMessageResponse ({kind})", interop=interop)
+
+
+@check("reply-qos", "qos1", "replies are published with QoS 1")
+def reply_qos(run: ProbeRun) -> Outcome:
+    base = run.baseline()
+    if base.exchange.first is None:
+        return _no_reply(base)
+    low = [m for m in base.exchange.correlated if m.qos < 1]
+    if not low:
+        return passed(_sent(base), "reply delivered with QoS 1 (subscribed with QoS 1)")
+    return failed(_sent(base), "reply delivered with QoS 0", "publish replies with QoS 1 so the PUBACK reason code "
+                  "tells the responder when nobody listens (Request/Reply Mapping 3)")
+
+
+__all__ = ["MUST"]

@@ -1,0 +1,164 @@
+"""The probe's report: one row per check, a one-line verdict, and the same as a DataFrame, JSON or
+JUnit XML (for CI systems, which show each check as a test case).
+
+Profile: Conformance Levels (Core conformance: every MUST of the Core checks holds; Extended
+features: the optional parts the agent showed, such as pools and native binary artifacts).
+"""
+from __future__ import annotations
+
+import html
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from .rules import CORE, EXTENDED, FAIL, MUST, NOT_APPLICABLE, PASS, SKIPPED, Check, Outcome
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = ["check", "rule", "level", "conformance", "section", "sent", "received", "verdict", "remark"]
+
+FEATURES = {
+    "handover-responder-id": "task handover",
+    "pooled-responder-id": "shared-subscription dispatch (pools)",
+    "binary-artifacts": "native binary artifact mode",
+}
+"""Checks whose pass shows an optional feature, and its name in the summary."""
+
+
+@dataclass(frozen=True)
+class Row:
+    check: str
+    rule: str
+    level: str
+    conformance: str
+    section: str
+    summary: str
+    sent: str
+    received: str
+    verdict: str
+    remark: str
+    interop: str = ""
+
+    @classmethod
+    def of(cls, c: Check, outcome: Outcome) -> "Row":
+        return cls(c.name, c.rule, outcome.level or c.level, c.conformance, c.section, c.summary,
+                   outcome.sent, outcome.received, outcome.verdict, outcome.remark, outcome.interop)
+
+
+@dataclass
+class ProbeReport:
+    """What a probe found about one agent (``rows`` in the order the checks ran)."""
+
+    agent: str
+    org: str
+    unit: str
+    level: str
+    rows: list[Row]
+    card: dict
+    seconds: float
+
+    # -- verdicts ----------------------------------------------------------------------------------------
+    def failures(self, level: Optional[str] = None) -> list[Row]:
+        return [r for r in self.rows if r.verdict == FAIL and (level is None or r.level == level)]
+
+    @property
+    def core_conformant(self) -> bool:
+        """No MUST of a Core check failed, and nothing was skipped because the agent went silent."""
+        core = [r for r in self.rows if r.conformance == CORE]
+        return not any(r.verdict == FAIL and r.level == MUST for r in core) and \
+            not any(r.verdict == SKIPPED for r in core)
+
+    @property
+    def features(self) -> list[str]:
+        """The optional features the agent showed (checks that passed with something to show)."""
+        return [FEATURES[r.check] for r in self.rows if r.check in FEATURES and r.verdict == PASS]
+
+    @property
+    def interop(self) -> list[str]:
+        """Differences another implementation may trip over (not violations)."""
+        return [f"{r.check}: {r.interop}" for r in self.rows if r.interop]
+
+    def exit_code(self) -> int:
+        """1 on any MUST failure (or an agent that went silent), else 0."""
+        return 0 if not self.failures(MUST) and not any(r.verdict == SKIPPED for r in self.rows) else 1
+
+    def summary(self) -> str:
+        """One line: Core conformant or not (naming the failed MUST rules), and the features seen."""
+        counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in (PASS, FAIL, NOT_APPLICABLE, SKIPPED)}
+        tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+        if self.core_conformant:
+            verdict = "Core conformant"
+        else:
+            broken = sorted({r.rule for r in self.failures(MUST) if r.conformance == CORE})
+            verdict = "NOT Core conformant" + (f" (MUST failed: {', '.join(broken)})" if broken else
+                                               " (the agent stopped answering)")
+        features = self.features
+        extended = f"; Extended features present: {', '.join(features)}" if features else "; no Extended features seen"
+        return f"{self.agent} ({self.org}/{self.unit}): {verdict}{extended}; {tally} in {self.seconds:.1f} s"
+
+    # -- shapes --------------------------------------------------------------------------------------------
+    def frame(self) -> "pd.DataFrame":
+        """One row per check with the columns of ``COLUMNS`` (``attrs["summary"]`` holds the verdict)."""
+        import pandas as pd
+
+        df = pd.DataFrame([[getattr(r, c) for c in COLUMNS] for r in self.rows], columns=COLUMNS)
+        df.attrs["summary"] = self.summary()
+        df.attrs["interop"] = self.interop
+        return df
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent, "org": self.org, "unit": self.unit, "level": self.level,
+                "summary": self.summary(), "core_conformant": self.core_conformant, "features": self.features,
+                "seconds": round(self.seconds, 3), "exit_code": self.exit_code(), "interop": self.interop,
+                "checks": [asdict(r) for r in self.rows]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, ensure_ascii=False)
+
+    def junit(self) -> str:
+        """JUnit XML: one test case per check; a MUST failure is a ``failure``, a SHOULD failure a
+        ``failure`` of type ``SHOULD``, not-applicable and skipped checks are ``skipped``."""
+        suite = ET.Element("testsuite", name=f"a2a_nb probe {self.org}/{self.unit}/{self.agent}",
+                           tests=str(len(self.rows)), failures=str(len(self.failures())),
+                           skipped=str(sum(1 for r in self.rows if r.verdict in (NOT_APPLICABLE, SKIPPED))),
+                           time=f"{self.seconds:.3f}")
+        for r in self.rows:
+            case = ET.SubElement(suite, "testcase", classname=f"probe.{r.conformance.lower()}.{r.rule}", name=r.check)
+            text = f"[{r.level} · {r.section}] sent: {r.sent}\nreceived: {r.received}\n{r.remark}"
+            if r.verdict == FAIL:
+                ET.SubElement(case, "failure", message=r.remark[:200], type=r.level).text = text
+            elif r.verdict in (NOT_APPLICABLE, SKIPPED):
+                ET.SubElement(case, "skipped", message=r.remark[:200] or r.verdict)
+            ET.SubElement(case, "system-out").text = text
+        ET.SubElement(suite, "system-out").text = self.summary()
+        return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+    def text(self, width: int = 100) -> str:
+        """A readable report: one line per check (verdict, rule, level), the remark wrapped below."""
+        mark = {PASS: "ok  ", FAIL: "FAIL", NOT_APPLICABLE: "n/a ", SKIPPED: "skip"}
+        w = max((len(r.check) for r in self.rows), default=10)
+        lines = []
+        for r in self.rows:
+            level = r.level if r.verdict == FAIL else ""
+            lines.append(f"{mark[r.verdict]} {r.check:<{w}}  {r.rule}  {level}".rstrip())
+            if r.verdict != PASS and r.remark:
+                lines.extend(textwrap.wrap(r.remark, width=width, initial_indent="       ", subsequent_indent="       "))
+        for note in self.interop:
+            lines.extend(textwrap.wrap("interop: " + note, width=width, subsequent_indent="       "))
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        colour = {PASS: "#1a7f37", FAIL: "#cf222e", NOT_APPLICABLE: "#6e7781", SKIPPED: "#9a6700"}
+        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in ("check", "rule", "level", "verdict", "remark"))
+        body = "".join(
+            f"<tr><td>{html.escape(r.check)}</td><td><code>{html.escape(r.rule)}</code></td><td>{r.level}</td>"
+            f"<td style='color:{colour[r.verdict]};font-weight:bold'>{r.verdict}</td>"
+            f"<td>{html.escape(r.remark)}</td></tr>" for r in self.rows)
+        return f"<p><b>{html.escape(self.summary())}</b></p><table><tr>{head}</tr>{body}</table>"
+
+
+__all__ = ["COLUMNS", "CORE", "EXTENDED", "ProbeReport", "Row"]

@@ -1,0 +1,317 @@
+"""Running the probe: read the agent's retained card, run the checks in order, bound every wait.
+
+``run_probe(agent)`` connects a :class:`~a2a_nb.probe.client.ProbeClient`, waits for the agent's
+retained Agent Card (Profile: Discovery Topic, Discovery Subscriber Behavior 2), then runs every
+check of the chosen level. After each check that sent bad input it asks whether the agent still
+answers (a GetTask for a task that does not exist, the profile's own health signal: Presence
+Subscriber Behavior 4); once the agent is silent, the remaining checks are ``skipped``. Finally the
+traffic lint (``a2a_nb.traffic.lint``) reads everything the agent published during the probe.
+
+The checks share a few exchanges through :class:`ProbeRun` (the first SendMessage, a finished
+task, an interrupted one), so each is made once: the whole Core probe of a local agent takes a few
+seconds.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from ..mqtt.broker import BrokerEndpoint
+from ..protocol import jsonrpc, messages, properties, states, topics
+from ..protocol.packet import MqttMessage, encode_json
+from ..traffic.lint import check_traffic
+from ..traffic.records import to_record
+from . import rules
+from .client import FINAL, FIRST, Exchange, ProbeClient
+from .report import ProbeReport, Row
+
+LEVELS = ("core", "extended")
+PROBE_TEXT = "a2a_nb probe: please answer this message"
+ANSWER_TEXT = "a2a_nb probe: here is the input you asked for (steps: open the page twice, then refresh)"
+
+
+class ProbeError(RuntimeError):
+    """The probe cannot start: no card for the agent, or the broker is not there. ``hint`` says what to do."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass
+class Sent:
+    """A SendMessage the probe made: its Message and the exchange it caused."""
+
+    message: dict
+    exchange: Exchange
+
+    @property
+    def task_id(self) -> str:
+        return str(self.message["taskId"])
+
+    @property
+    def context_id(self) -> str:
+        return str(self.message["contextId"])
+
+    @property
+    def task(self) -> Optional[dict]:
+        """The Task the (last correlated) reply carried, if it carried one."""
+        for payload in reversed(self.exchange.payloads):
+            found = task_in(payload)
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def state(self) -> Optional[str]:
+        """The last state the replies named (status update or Task)."""
+        for payload in reversed(self.exchange.payloads):
+            state = state_in(payload)
+            if state is not None:
+                return state
+        return None
+
+
+def task_in(payload: Any) -> Optional[dict]:
+    """The Task a JSON-RPC reply carries (``result.task`` or a Task ``result``), if any."""
+    result = payload.get("result") if isinstance(payload, dict) else None
+    if isinstance(result, dict) and isinstance(result.get("task"), dict):
+        return result["task"]
+    if messages.is_task(result):
+        return result
+    return None
+
+
+def state_in(payload: Any) -> Optional[str]:
+    """The task state a reply names: a Task's, a status update's, or COMPLETED for a Message."""
+    result = payload.get("result") if isinstance(payload, dict) else None
+    if not isinstance(result, dict):
+        return None
+    if isinstance(result.get("message"), dict):
+        return states.COMPLETED
+    task = task_in(payload)
+    body = task if task is not None else result.get("statusUpdate")
+    state = body.get("status", {}).get("state") if isinstance(body, dict) else None
+    return state if isinstance(state, str) else None
+
+
+@dataclass
+class ProbeRun:
+    """What the checks share: the client, the agent and its card, and exchanges made once."""
+
+    client: ProbeClient
+    agent: str
+    card: dict
+    card_message: MqttMessage
+    level: str = "core"
+    pool: Optional[str] = None
+    token: Optional[str] = None
+    bad_inputs: list[str] = field(default_factory=list)
+    silent_after: Optional[str] = None
+    _memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def org(self) -> str:
+        return self.client.org
+
+    @property
+    def unit(self) -> str:
+        return self.client.unit
+
+    @property
+    def capabilities(self) -> dict:
+        caps = self.card.get("capabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.capabilities.get("streaming"))
+
+    @property
+    def request_topic(self) -> str:
+        return topics.request_topic(self.org, self.unit, self.agent)
+
+    def props(self, *extra: tuple[str, str]) -> tuple:
+        """User properties of a probe request: the bearer token when one was given, plus ``extra``."""
+        auth = (properties.bearer(self.token),) if self.token else ()
+        return auth + tuple(extra)
+
+    # -- building and sending --------------------------------------------------------------------------
+    def message(self, text: str = PROBE_TEXT, *, task_id: Optional[str] = None,
+                context_id: Optional[str] = None) -> dict:
+        ids = self.client.ids
+        return messages.user_message(text, message_id=ids.message_id(), task_id=task_id or ids.task_id(),
+                                     context_id=context_id or ids.context_id())
+
+    def send(self, message: dict, *, stream: bool = False, correlation: Optional[bytes] = b"",
+             extra_props: tuple = (), configuration: Optional[dict] = None, to: Optional[str] = None) -> Sent:
+        """SendMessage (or SendStreamingMessage) of ``message``, routed like a requester routes it:
+        a new task to ``to`` (default the agent), a known one to its latest responder."""
+        method = jsonrpc.SEND_STREAMING_MESSAGE if stream else jsonrpc.SEND_MESSAGE
+        task_id = message["taskId"]
+        if self.client.routing.target(task_id) is None:
+            self.client.start_route(task_id, self.agent)
+        topic = topics.pool_topic(self.org, self.unit, to[5:]) if to and to.startswith("pool:") \
+            else self.client.topic_for(to or self.agent, task_id)
+        params = messages.send_message_params(message, configuration=configuration)
+        ex = self.client.exchange(topic, self.client.request_payload(method, params), correlation=correlation,
+                                  user_properties=self.props(*extra_props), until=FINAL if stream else FIRST,
+                                  task_id=task_id)
+        return Sent(message, ex)
+
+    def call(self, method: str, params: Optional[dict], task_id: Optional[str] = None, **kw: Any) -> Exchange:
+        """A well-formed request, routed to the task's latest responder when ``task_id`` is known."""
+        kw.setdefault("user_properties", self.props())
+        return self.client.call(self.agent, method, params, task_id=task_id, **kw)
+
+    def raw(self, payload: Union[bytes, dict], **kw: Any) -> Exchange:
+        """Any payload (a dict is sent as JSON) to the agent's request topic."""
+        body = encode_json(payload) if isinstance(payload, dict) else payload
+        kw.setdefault("user_properties", self.props())
+        return self.client.exchange(self.request_topic, body, **kw)
+
+    def unknown_task_id(self) -> str:
+        return self.client.ids.task_id()
+
+    def alive(self) -> Optional[Exchange]:
+        """GetTask for a task that does not exist: the exchange when any correlated reply came."""
+        ex = self.call(jsonrpc.GET_TASK, messages.get_task_params(self.unknown_task_id()))
+        return ex if ex.first is not None else None
+
+    # -- exchanges the checks share (each made once) ---------------------------------------------------
+    def once(self, key: str, make: Any) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def baseline(self) -> Sent:
+        """The first SendMessage: a new task, a requester-made UUIDv4 Task.id and contextId, text
+        Correlation Data (the hex of 16 random bytes)."""
+        return self.once("baseline", lambda: self.send(self.message()))
+
+    def interrupted(self) -> Optional[Sent]:
+        """The baseline task while it waits for input (input- or auth-required), else None."""
+        base = self.baseline()
+        return base if states.is_interrupted(base.state or "") else None
+
+    def finished(self) -> Optional[Sent]:
+        """A task in a terminal state: the first task once it ended (after the multi-turn check
+        answered it), else a task the probe canceled; None when there is neither."""
+        def find() -> Optional[Sent]:
+            base = self.baseline()
+            ex = self.call(jsonrpc.GET_TASK, messages.get_task_params(base.task_id), task_id=base.task_id)
+            if states.is_terminal(state_in(ex.response) or ""):
+                return base
+            canceled = self.canceled()
+            if canceled is not None and states.is_terminal(state_in(canceled[1].response) or ""):
+                return canceled[0]
+            return None
+        return self.once("finished", find)
+
+    def canceled(self) -> Optional[tuple[Sent, Exchange]]:
+        """A task started with ``returnImmediately`` and canceled while it was not finished: the
+        send and the CancelTask exchange; None when the agent had already finished it."""
+        def make() -> Optional[tuple[Sent, Exchange]]:
+            sent = self.send(self.message(), configuration=messages.send_message_configuration(return_immediately=True))
+            state = sent.state
+            if state is None or not states.is_active(state) and not states.is_interrupted(state):
+                return None
+            ex = self.call(jsonrpc.CANCEL_TASK, messages.cancel_task_params(sent.task_id), task_id=sent.task_id)
+            return sent, ex
+        return self.once("canceled", make)
+
+
+def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMessage]:
+    """The agent's retained card (and the message it came in), or ``ProbeError`` naming the agents
+    whose cards are there (Profile: Discovery Subscriber Behavior 1-2)."""
+    seen: dict[str, MqttMessage] = {}
+    own = topics.discovery_topic(client.org, client.unit, agent)
+
+    def on_card(msg: MqttMessage) -> None:
+        info = topics.parse_topic(msg.topic)
+        if info is not None and info.agent and msg.payload:
+            seen[info.agent] = msg
+
+    client.session.subscribe(topics.discovery_filter(client.org, client.unit), handler=on_card)
+    deadline = time.monotonic() + wait
+    while own.rsplit("/", 1)[1] not in seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    client.session.unsubscribe(topics.discovery_filter(client.org, client.unit))
+    msg = seen.get(agent)
+    if msg is None:
+        known = ", ".join(sorted(seen)) or "none"
+        raise ProbeError(f"no card for {agent} in {client.org}/{client.unit}; known agents: {known}",
+                         "is the agent served (`python -m a2a_nb serve ...`) on this broker, with these --org/--unit?")
+    try:
+        card = json.loads(msg.payload)
+    except ValueError:
+        card = None
+    if not isinstance(card, dict):
+        raise ProbeError(f"the card on {own} is not a JSON object", "publish a valid A2A v1.0 AgentCard, retained")
+    client.traffic.append(msg)
+    return card, msg
+
+
+def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
+              broker: Union[str, BrokerEndpoint, None] = None, level: str = "core", pool: Optional[str] = None,
+              token: Optional[str] = None, timeout: float = 1.0) -> ProbeReport:
+    """Probe ``agent`` live and return the report (one row per check).
+
+    ``level``: ``core`` (Core conformance) or ``extended`` (also pools, native binary artifacts).
+    ``pool``: a pool the agent serves (for the pooled-reply check). ``token``: a bearer token to
+    send with every request (only over TLS). ``timeout``: seconds each check waits for a reply.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    started = time.monotonic()
+    client = ProbeClient(org, unit, broker=broker, timeout=timeout)
+    try:
+        if token and not client.session.endpoint.tls:
+            raise ProbeError("a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT "
+                             "User Properties 5)", "probe over an mqtts:// broker URL")
+        card, card_msg = discover(client, agent, wait=max(timeout, 1.0))
+        run = ProbeRun(client, agent, card, card_msg, level, pool, token)
+        rows = [_run_check(run, c) for c in rules.CHECKS if level == "extended" or c.conformance == rules.CORE]
+        rows += lint_rows(run, rows)
+    finally:
+        client.close()
+    return ProbeReport(agent, org, unit, level, rows, card, time.monotonic() - started)
+
+
+def _run_check(run: ProbeRun, c: rules.Check) -> Row:
+    if run.silent_after is not None:
+        outcome = rules.Outcome(rules.SKIPPED, remark=f"not run: the agent stopped answering after {run.silent_after}")
+    else:
+        try:
+            outcome = c.run(run)
+        except Exception as exc:  # a check that trips over an odd answer reports it instead of ending the probe
+            outcome = rules.failed("", "", f"the check could not read the agent's answer: {type(exc).__name__}: {exc}")
+        if c.bad_input:
+            run.bad_inputs.append(c.name)
+            if run.alive() is None:
+                run.silent_after = c.name
+                outcome = rules.failed(outcome.sent, outcome.received,
+                                       (outcome.remark + " " if outcome.remark else "") +
+                                       "After this input the agent no longer answers (a GetTask got no reply).")
+    return Row.of(c, outcome)
+
+
+def lint_rows(run: ProbeRun, rows: list[Row]) -> list[Row]:
+    """The traffic lint over everything the agent published during the probe: one row per rule it
+    broke that no live check has already failed (Profile: every rule of ``a2a_nb.traffic.lint``)."""
+    records = [to_record(m) for m in run.client.traffic]
+    findings = check_traffic(records)
+    findings = findings[~findings["i"].isin(run.client.sent)]
+    already = {r.rule for r in rows if r.verdict == rules.FAIL}
+    out = []
+    for rule_id, group in findings.groupby("rule", sort=False):
+        if rule_id in already:
+            continue
+        first = group.iloc[0]
+        out.append(Row(f"lint:{rule_id}", str(rule_id), str(first["level"]), rules.CORE, str(first["section"]),
+                       "found by the traffic lint in what the agent published during the probe",
+                       f"{len(records)} messages of this probe", f"{len(group)} finding(s)", rules.FAIL,
+                       str(first["explanation"])))
+    return out
