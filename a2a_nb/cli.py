@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Optional
 
-from .commands import agents, bench, bridge, broker, traffic
+from .commands import agents, bench, bridge, broker, probe, traffic
 from .commands.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError
 
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (broker, agents, traffic, bench, bridge):
+    for group in (broker, agents, traffic, bench, bridge, probe):
         group.register(sub)
     return p
 

@@ -1,0 +1,58 @@
+"""``python -m a2a_nb probe AGENT``: check a live agent against the A2A over MQTT profile."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .common import CliError, UsageError, add_scope, one_of, positive_seconds
+
+LEVELS = ("core", "extended")
+"""Same as ``probe.runner.LEVELS`` (spelled out so the parser does not import the probe)."""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("probe", help="check a live agent against the profile (Core or Extended); exit 1 on a MUST "
+                                     "failure",
+                       description="Read the agent's retained card, then send it requests (good and bad) and report "
+                                   "each rule it keeps or breaks, by rule id. Exit status: 0 no MUST failure, "
+                                   "1 a MUST failure (or no card), 2 usage mistake.")
+    p.add_argument("agent", help="the agent_id whose card is on $a2a/v1/discovery/{org}/{unit}/AGENT")
+    p.add_argument("--level", default="core", choices=LEVELS, type=one_of(LEVELS, "level"),
+                   help="core (default) or extended (also pools and native binary artifacts)")
+    p.add_argument("--pool", default=None, metavar="NAME", help="a pool the agent serves (pooled-reply check)")
+    p.add_argument("--token", default=None, help="bearer token sent with every request (mqtts:// brokers only)")
+    p.add_argument("--timeout", type=positive_seconds, default=1.0,
+                   help="seconds each check waits for a reply (default 1)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as JSON")
+    out.add_argument("--junit", default=None, metavar="FILE", help="also write the report as JUnit XML to FILE")
+    add_scope(p)
+    p.set_defaults(func=cmd_probe)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from ..mqtt.broker import ENV_URL
+    from ..probe import ProbeError, run_probe
+
+    if args.junit and Path(args.junit).is_dir():
+        raise UsageError(f"--junit {args.junit} is a folder; give a file name such as {Path(args.junit) / 'probe.xml'}")
+    try:
+        report = run_probe(args.agent, org=args.org, unit=args.unit, broker=args.broker, level=args.level,
+                           pool=args.pool, token=args.token, timeout=args.timeout)
+    except ProbeError as exc:
+        hint = exc.hint
+        if not args.broker and not os.environ.get(ENV_URL):
+            hint = (f"{ENV_URL} is not set, so the probe started a private Mosquitto where no agent runs: export "
+                    f"{ENV_URL}=<the URL `python -m a2a_nb broker` prints>")
+        raise CliError(str(exc), hint) from None
+    if args.junit:
+        Path(args.junit).write_text(report.junit(), encoding="utf-8")
+    if args.json:
+        print(report.to_json())
+    else:
+        print(report.text())
+        if args.junit:
+            print(f"JUnit report: {args.junit}", file=sys.stderr)
+    return report.exit_code()
