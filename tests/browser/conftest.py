@@ -3,6 +3,9 @@
 JupyterLab runs from the venv on a temporary copy of ``notebooks/`` (and ``data/``, which lesson
 07 reads as ``../data``), with ``A2A_BROKER_URL`` pointing at the test session's Mosquitto
 (tests/conftest.py sets it before this module starts the server, and the kernels inherit it).
+Lab exposes its application object (``window.jupyterapp``, as JupyterLab's own galata tests do) so
+that lab.py waits on JupyterLab's state rather than on sleeps; the settings of this server only
+turn the "Jupyter news?" question off (the venv's overrides.json from scripts/setup.sh applies).
 
 Playwright's own browser download is not used: the tests launch ``/usr/bin/chromium`` (or
 ``$A2A_CHROMIUM``). Without Chromium or the playwright package the module is skipped, saying which
@@ -10,6 +13,7 @@ is missing; where both are present nothing is skipped.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -30,6 +34,8 @@ CHROMIUM = os.environ.get("A2A_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LAB_START_TIMEOUT_S = 90
+# the "notified about official Jupyter news?" toast, answered *Never* (it would cover the screenshots)
+NO_NEWS = ("@jupyterlab/apputils-extension/notification.jupyterlab-settings", {"fetchNews": "false"})
 
 
 def _missing() -> str | None:
@@ -64,8 +70,21 @@ class Lab:
     def __init__(self, url: str, token: str, root: Path, log: Path):
         self.url, self.token, self.root, self.log = url, token, root, log
 
-    def notebook_url(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
+    def home_url(self) -> str:
+        """JupyterLab with its default layout (``reset``: no tab left open by an earlier test)."""
+        return f"{self.url}/lab?token={self.token}&reset"
+
+    def shut_down_kernels(self) -> None:
+        """Shut every running kernel down (Jupyter's REST API), so no lesson's agents outlive its test."""
+        for kernel in self._api("GET", "kernels"):
+            self._api("DELETE", f"kernels/{kernel['id']}")
+
+    def _api(self, method: str, path: str):
+        request = urllib.request.Request(f"{self.url}/api/{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            body = reply.read()
+        return json.loads(body) if body else None
 
     def log_tail(self, n: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
@@ -83,13 +102,17 @@ def lab(broker_url, tmp_path_factory):
     home = work / "home"  # settings and workspaces of this server only, not the user's
     for d in ("config", "data", "runtime", "settings", "workspaces"):
         (home / d).mkdir(parents=True)
+    news = home / "settings" / NO_NEWS[0]
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps(NO_NEWS[1]))
     token, port = secrets.token_hex(16), _free_port()
     env = dict(os.environ, A2A_BROKER_URL=broker_url, JUPYTER_CONFIG_DIR=str(home / "config"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), MPLBACKEND="module://matplotlib_inline.backend_inline")
     cmd = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", f"--port={port}",
            "--ip=127.0.0.1", f"--ServerApp.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = work / "jupyterlab.log"
@@ -142,3 +165,28 @@ def shots(tmp_path_factory) -> Path:
         Path(where).mkdir(parents=True, exist_ok=True)
         return Path(where)
     return tmp_path_factory.mktemp("shots")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, for ``page`` to see whether the test failed."""
+    outcome = yield
+    setattr(item, f"report_{call.when}", outcome.get_result())
+
+
+@pytest.fixture
+def page(request, browser, lab, shots):
+    """A fresh tab. When the test fails, its last view is kept (``<test>-failed.png`` and ``.html``
+    in the shots folder); afterwards every kernel is shut down, so no lesson's agents outlive it."""
+    from playwright.sync_api import expect
+
+    p = browser.new_page()
+    p.set_default_timeout(30_000)
+    expect.set_options(timeout=30_000)
+    yield p
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        p.screenshot(path=str(shots / f"{request.node.name}-failed.png"))
+        (shots / f"{request.node.name}-failed.html").write_text(p.content())
+    p.close()
+    lab.shut_down_kernels()

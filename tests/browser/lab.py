@@ -1,53 +1,77 @@
-"""What a person does in JupyterLab 4, as playwright steps: open a notebook, Run All Cells, wait
-for the kernel, save, shut the kernel down, reopen. Menu items are found by their JupyterLab
-command id (``data-command``), not by position."""
+"""What a person does in JupyterLab 4, as playwright steps: open a notebook from the file browser,
+Run All Cells, save, shut the kernel down, reopen. Menu items are found by their JupyterLab command
+id (``data-command``), not by position.
+
+Every wait is on a readiness signal JupyterLab itself holds, read through ``window.jupyterapp``
+(conftest.py starts Lab with ``expose_app_in_browser``), never on a fixed sleep:
+
+* *kernel specs known* before a notebook opens. JupyterLab picks the notebook's kernel from the
+  kernel specs; a notebook opened before they have loaded gets a "Select Kernel" question instead;
+* *kernel idle* before Run All: the notebook's session has a kernel, connected and idle. The
+  execution indicator alone is not enough: it reads ``idle`` for up to two seconds before any kernel
+  exists, and a Run All clicked then leaves cells unexecuted (``[ ]:``), the root cause of the old
+  flake;
+* *every cell ran*: the kernel announced an ``execute_input`` for every code cell (or a cell raised),
+  then went idle with no cell still queued.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 RUN_ALL_TIMEOUT_MS = 120_000
+OPEN_TIMEOUT_MS = 60_000
 MODEL_NOT_FOUND = "model not found"
 
+SPECS_LOADED_JS = "() => !!(window.jupyterapp && window.jupyterapp.serviceManager.kernelspecs.specs)"
 
-KERNEL_DIALOG = ".jp-Dialog"  # JupyterLab's "Select Kernel" question
-READY_JS = """() => {
-    if (document.querySelector('.jp-Dialog')) return true;
-    const ind = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
-    const bar = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar');
-    return (ind && ind.getAttribute('data-status') === 'idle') || (bar && bar.innerText.includes('No Kernel'));
+# true once `name` is the current tab and its kernel is connected and idle; the dialog's text if
+# JupyterLab asks something instead (the caller fails with it rather than waiting it out)
+KERNEL_READY_JS = """(name) => {
+    const dialog = document.querySelector('.jp-Dialog');
+    if (dialog) return 'JupyterLab asked: ' + dialog.innerText.replace(/\\s+/g, ' ');
+    const panel = window.jupyterapp.shell.currentWidget;
+    if (!panel || !panel.context || panel.context.path !== name || !panel.context.isReady) return false;
+    const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
 }"""
+
+# count, from the kernel's own broadcast, the code cells that start running (and the errors)
+START_COUNTING_JS = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const run = {expected: panel.content.widgets.filter(
+                     c => c.model.type === 'code' && c.model.sharedModel.getSource().trim()).length,
+                 started: 0, errors: []};
+    const count = (_, msg) => {
+        if (msg.header.msg_type === 'execute_input') run.started += 1;
+        if (msg.header.msg_type === 'error') run.errors.push(msg.content.ename + ': ' + msg.content.evalue);
+    };
+    panel.sessionContext.iopubMessage.connect(count);
+    run.stop = () => panel.sessionContext.iopubMessage.disconnect(count);
+    window.a2aRun = run;
+}"""
+
+RUN_FINISHED_JS = """() => {
+    const run = window.a2aRun;
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+    const queued = [...panel.node.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'));
+    if ((run.started < run.expected && !run.errors.length) || !kernel || kernel.status !== 'idle' || queued) return false;
+    run.stop();
+    return {expected: run.expected, started: run.started, errors: run.errors};
+}"""
+
+# two animation frames: Lumino has laid the panels out again after a resize
+LAYOUT_SETTLED_JS = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 def open_notebook(page, lab, name: str) -> None:
-    """Open ``name`` and wait until its kernel is idle. JupyterLab may first ask which kernel to
-    start: a person keeps the notebook's own (*Select*)."""
-    _open(page, lab, name, answer="Select")
-    wait_idle(page, timeout_ms=60_000)
-
-
-def open_reopened(page, lab, name: str) -> None:
-    """Open ``name`` again after its kernel was shut down, as a person reading yesterday's work does
-    (*No Kernel* if JupyterLab asks; it may also start one by itself)."""
-    _open(page, lab, name, answer="No Kernel")
-
-
-def _open(page, lab, name: str, answer: str) -> None:
-    page.goto(lab.notebook_url(name))
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    page.wait_for_function(READY_JS, timeout=60_000, polling=200)  # asked, or the kernel settled
-    dialog = page.locator(KERNEL_DIALOG, has_text="Select Kernel")
-    if dialog.count():
-        dialog.get_by_role("button", name=answer, exact=True).click()
-        dialog.wait_for(state="hidden")
-    news = page.locator(".jp-Notification-Toast", has_text="Jupyter news")
-    if news.count():  # out of the screenshots' way
-        news.get_by_role("button", name="No").click()
-
-
-def dismiss_news(page) -> None:
-    """Answer JupyterLab's "notified about official Jupyter news?" toast with *No* whenever it shows."""
-    news = page.locator(".jp-Notification-Toast", has_text="Jupyter news")
-    page.add_locator_handler(news, lambda loc: loc.get_by_role("button", name="No").click())
+    """Open JupyterLab, then double-click ``name`` in the file browser, as a person does, and wait
+    until its kernel (the notebook's own, started by JupyterLab) is idle. Used for a reopen too."""
+    page.goto(lab.home_url())
+    page.wait_for_function(SPECS_LOADED_JS, timeout=OPEN_TIMEOUT_MS, polling=100)
+    page.locator(".jp-DirListing-itemText").get_by_text(name, exact=True).dblclick()
+    ready = page.wait_for_function(KERNEL_READY_JS, arg=name, timeout=OPEN_TIMEOUT_MS, polling=100).json_value()
+    assert ready is True, f"opening {name}: {ready}"
 
 
 def command(page, menu: str, command_id: str) -> None:
@@ -56,26 +80,18 @@ def command(page, menu: str, command_id: str) -> None:
     page.locator(f".lm-Menu-item[data-command='{command_id}']").first.click()
 
 
-def wait_idle(page, timeout_ms: int = RUN_ALL_TIMEOUT_MS) -> None:
-    """Until the kernel is idle and no cell prompt shows ``[*]`` (running or queued)."""
-    page.wait_for_function(
-        """() => {
-            const ind = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
-            const busy = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt')]
-                .some(p => p.textContent.includes('*'));
-            return ind && ind.getAttribute('data-status') === 'idle' && !busy;
-        }""", timeout=timeout_ms, polling=250)
-
-
 def run_all(page) -> None:
-    """Run ▸ Run All Cells, then wait until every cell ran."""
+    """Run ▸ Run All Cells, then wait until every code cell ran and the kernel is idle again. A cell
+    that raises stops Run All: the test fails naming the error."""
+    page.evaluate(START_COUNTING_JS)
     command(page, "Run", "runmenu:run-all")
-    page.wait_for_timeout(500)  # let the first cell go busy
-    wait_idle(page)
+    run = page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_ALL_TIMEOUT_MS, polling=250).json_value()
+    assert not run["errors"], f"Run All stopped at an error: {run['errors']}"
+    assert run["started"] == run["expected"], f"Run All ran {run['started']} of {run['expected']} code cells"
 
 
 def errors_in_outputs(page) -> list[str]:
-    """The tracebacks shown in the open notebook (a cell that raised; Run All stops there)."""
+    """The tracebacks shown in the open notebook (also those printed by a background thread)."""
     texts = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output").all_inner_texts()
     return [t for t in texts if "Traceback (most recent call last)" in t or t.lstrip().startswith("-" * 20)]
 
@@ -95,8 +111,13 @@ def save_and_shut_down(page) -> None:
     expect(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar")).to_contain_text("No Kernel")
 
 
+def resize(page, width: int, height: int) -> None:
+    """Set the window size and wait until JupyterLab has laid itself out again."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.evaluate(LAYOUT_SETTLED_JS)
+
+
 def shot(page, folder: Path, name: str) -> Path:
     path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=False)
     return path
-

@@ -2,7 +2,8 @@
 learner would, then save, shut the kernel down and reopen (issue 14, item 4).
 
 One JupyterLab serves the whole module (conftest.py). Every step leaves a screenshot in the
-``shots`` folder (``A2A_BROWSER_SHOTS=dir`` keeps them) so a person can see what was checked.
+``shots`` folder (``A2A_BROWSER_SHOTS=dir`` keeps them) so a person can see what was checked; a
+failing test leaves its last view there too.
 """
 from __future__ import annotations
 
@@ -11,21 +12,9 @@ import pytest
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is pinned in "
                              "requirements.txt: run `make setup`)").expect
 
-from .lab import (MODEL_NOT_FOUND, cell_with, dismiss_news, errors_in_outputs, open_notebook, open_reopened, run_all,
-                  save_and_shut_down,
-                  shot)
+from .lab import MODEL_NOT_FOUND, cell_with, errors_in_outputs, open_notebook, resize, run_all, save_and_shut_down, shot
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def page(browser):
-    p = browser.new_page()
-    p.set_default_timeout(30_000)
-    expect.set_options(timeout=30_000)
-    dismiss_news(p)
-    yield p
-    p.close()
 
 
 def test_discovery_browser_filters_after_run_all(page, lab, shots):
@@ -36,12 +25,7 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
     cell = cell_with(page, "discovery_browser(disco)")
     cell.scroll_into_view_if_needed()
     box = cell.locator(".jupyter-widgets input[type='text']").first
-    try:
-        box.wait_for(state="visible")
-    except Exception:  # seen flaky: the cell shows `[ ]:` (not run by Run All); keep what the page showed
-        cell.screenshot(path=str(shots / "01-widget-cell.png"))
-        (shots / "01-widget-cell.html").write_text(cell.inner_html())
-        raise
+    box.wait_for(state="visible")
     shot(page, shots, "01-browser-live")
     output = cell.locator(".jp-Cell-outputArea")
     expect(output).to_contain_text("2 of 2 agent(s)")
@@ -97,8 +81,7 @@ def test_routing_view_refreshes_after_run_all(page, lab, shots):
     refresh = output.get_by_role("button", name="Refresh")
     refresh.wait_for(state="visible")
     expect(output).to_contain_text("handover")
-    before = output.inner_text()
-    page.wait_for_timeout(1100)  # the caption says the time to the millisecond
+    before = output.inner_text()  # "refreshed at" the time of Run All, to the millisecond
     refresh.click()
     page.wait_for_function("([el, old]) => el.innerText !== old", arg=[output.element_handle(), before])
     shot(page, shots, "05-view-refreshed")
@@ -128,24 +111,24 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
     shot(page, shots, "07-player-played")
 
     for width in (1280, 1800, 2400):  # the chart keeps its shape and the payload stays in view
-        page.set_viewport_size({"width": width, "height": 1000})
-        page.wait_for_timeout(400)
+        resize(page, width, 1000)
         cell.scroll_into_view_if_needed()
         m = player_geometry(output)
         shot(page, shots, f"07-player-{width}px")
         assert abs(m["shown_ratio"] - m["png_ratio"]) < 0.02 * m["png_ratio"], f"chart stretched at {width} px: {m}"
         assert m["scroll_width"] <= m["client_width"] + 1, f"player scrolls sideways at {width} px: {m}"
         assert m["payload_right"] <= m["area_right"] + 1, f"payload cut off at {width} px: {m}"
-    page.set_viewport_size({"width": 1280, "height": 900})
+    resize(page, 1280, 900)
 
     reopened_shows(page, lab, shots, "07-traffic-analysis.ipynb", "player = TrafficPlayer(happy)", "message #")
 
 
 def reopened_shows(page, lab, shots, notebook: str, source: str, text: str) -> None:
-    """Save, shut the kernel down and reopen ``notebook``: the widget cell whose source holds ``source``
-    shows ``text`` (the saved widget or its snapshot), never "model not found"."""
+    """Save, shut the kernel down and reopen ``notebook`` (JupyterLab starts a new kernel): the widget
+    cell whose source holds ``source`` shows ``text`` (the saved widget or its snapshot), never
+    "model not found"."""
     save_and_shut_down(page)
-    open_reopened(page, lab, notebook)
+    open_notebook(page, lab, notebook)
     cell = cell_with(page, source)
     cell.scroll_into_view_if_needed()
     shown = cell.locator(".jp-Cell-outputArea")
