@@ -48,19 +48,16 @@
 # - otherwise it starts its own Mosquitto on a free port of `127.0.0.1` and stops it when the kernel
 #   exits. You never start a broker by hand.
 #
-# `broker.resolve()` answers the question "which broker?":
+# `broker.resolve()` answers the question "which broker?" with the broker's URL, whichever way the
+# kit found it. On your machine the port differs (a free port is picked each time), and so does the
+# host if `A2A_BROKER_URL` names a broker elsewhere. In a terminal, `echo $A2A_BROKER_URL` tells you
+# which case is yours (an empty line: the kit's own Mosquitto).
 
 # %%
-import os
-
 import a2a_nb
 from a2a_nb.mqtt import broker
 
 endpoint = broker.resolve()
-if os.environ.get(broker.ENV_URL):
-    print(f"using the broker named by {broker.ENV_URL}")
-else:
-    print("A2A_BROKER_URL is not set: the kit started its own Mosquitto on a free loopback port")
 print("broker URL:", endpoint.url)
 
 # %% [markdown]
@@ -100,6 +97,8 @@ print("received:", received.topic, received.payload)
 # %%
 import pandas as pd
 from a2a_nb.protocol import ids
+
+pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
 
 cast = pd.DataFrame([
     {"agent": "coordinator", "role": "requester (A2A client)", "card": "no",
@@ -203,10 +202,10 @@ print("subscribed to '$a2a/#': ", probe.publish(MqttMessage(a2a_topic, b"ping"))
 #     participant S as Ticket analyst (A2A server)
 #     U->>C: "What is wrong with this ticket?"
 #     C->>S: read the retained Agent Card (discovery)
-#     C->>S: SendMessage (analysis request, messageId m1)
+#     C->>S: SendMessage (analysis request, messageId coord-tck4821-m-1)
 #     S-->>C: Task(WORKING)
 #     S-->>C: Task(INPUT_REQUIRED): missing reproduction steps
-#     C->>S: SendMessage (supplement, messageId m2, same taskId and contextId)
+#     C->>S: SendMessage (supplement, messageId coord-tck4821-m-2, same taskId and contextId)
 #     S-->>C: Task(WORKING)
 #     S-->>C: Artifact: structured report (chunked, lastChunk)
 #     S-->>C: Task(COMPLETED) + concluding Message
@@ -228,7 +227,7 @@ print(f"closed {closed} MQTT session(s)")
 # %% [markdown]
 # ## Summary
 # - The kit uses the broker named by `A2A_BROKER_URL`, or starts its own Mosquitto; `broker.resolve()`
-#   tells which.
+#   gives its URL.
 # - Every agent is an MQTT v5 client with client ID `{org}/{unit}/{agent}`; QoS 1 publishes return
 #   a reason code (16 = nobody subscribed).
 # - A2A over MQTT uses `$a2a/v1/{discovery|request|reply|event}/{org}/{unit}/...`; the builders in

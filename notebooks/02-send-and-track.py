@@ -60,6 +60,7 @@ from a2a_nb.protocol import IdSource, MqttMessage, encode_json, ids, jsonrpc, me
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
+pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
 desk = TicketDesk(handover="first-reply", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 coordinator = Requester("coordinator", seed=4821)
@@ -72,8 +73,9 @@ print(coordinator)
 #
 # - the **contextId** is named after the ticket (`ctx-tck4821`): every later task about this ticket
 #   (re-analysis, supplements, escalation) shares it;
-# - each **messageId** embeds the ticket (`coord-tck4821-m1`, `-m2`, ...): on a timeout the same
-#   message is resent verbatim, and the agent recognises the duplicate instead of analysing twice.
+# - each **messageId** embeds the ticket and counts the coordinator's messages about it
+#   (`coord-tck4821-m-1`, `-m-2`, ..., as in `python -m a2a_nb story`): on a timeout the same message
+#   is resent verbatim, and the agent recognises the duplicate instead of analysing twice.
 #
 # Over MQTT the **requester** also makes the `Task.id`, a UUIDv4, and puts it in the very first
 # message (the profile's request/reply mapping). Over HTTP the server would make it; here the
@@ -81,7 +83,7 @@ print(coordinator)
 
 # %%
 print("contextId:", CONTEXT_ID)
-message = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+message = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-1")
 print(json.dumps(message, indent=2))
 print("Task.id is a UUIDv4 made by the requester:", ids.is_uuid4(message["taskId"]))
 
@@ -169,7 +171,7 @@ reply
 
 # %%
 answer = coordinator.new_message(REPRO_TEXT, task_id=reply.task_id, context_id=reply.context_id,
-                                 message_id="coord-tck4821-m2")
+                                 message_id="coord-tck4821-m-2")
 print(json.dumps(answer, indent=2))
 
 # %% [markdown]

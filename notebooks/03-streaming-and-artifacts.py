@@ -62,6 +62,7 @@ from a2a_nb.story import analysis, ticket_data
 from a2a_nb.story.cast import REPORT_ID, TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
+pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
 desk = TicketDesk(handover="none", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 coordinator = Requester("coordinator", seed=4821)
@@ -81,7 +82,7 @@ print(coordinator)
 
 # %%
 first = coordinator.new_message(TICKET_TEXT + "\n" + REPRO_TEXT, context_id=CONTEXT_ID,
-                                message_id="coord-tck4821-m1")
+                                message_id="coord-tck4821-m-1")
 print(messages.text_of(first))
 print()
 

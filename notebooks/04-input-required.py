@@ -61,6 +61,7 @@ from a2a_nb.protocol.errors import A2AError
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
+pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
 desk = TicketDesk(handover="none", seed=4821)
 coordinator = Requester("coordinator", seed=4821)
 
@@ -89,7 +90,7 @@ print(tap.client_id, "listens on $a2a/v1/request/acme/support/#")
 # The first message names the ticket and nothing else. The coordinator streams it to the desk:
 
 # %%
-first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-1")
 stream = coordinator.stream("ticket-desk", message=first)
 for event in stream:
     print(event)
@@ -144,7 +145,7 @@ print("route:     ", coordinator.routing.target(stream.task_id))
 # publishes it as a new request (new Correlation Data) to whoever answers for the task now.
 
 # %%
-answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m2")
+answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m-2")
 for event in answer:
     print(event)
 
@@ -195,7 +196,7 @@ pd.DataFrame([
 recheck = coordinator.stream(
     "ticket-desk",
     "Re-check TCK-4821 after the cache fix was deployed\n" + REPRO_TEXT,
-    context_id=CONTEXT_ID, message_id="coord-tck4821-m3")
+    context_id=CONTEXT_ID, message_id="coord-tck4821-m-3")
 recheck.wait()
 
 turns = pd.DataFrame([
@@ -226,7 +227,7 @@ pd.DataFrame([
 
 # %%
 try:
-    coordinator.continue_task(stream, "one more thing about TCK-4821", message_id="coord-tck4821-m4")
+    coordinator.continue_task(stream, "one more thing about TCK-4821", message_id="coord-tck4821-m-4")
 except A2AError as err:
     print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
 
@@ -236,7 +237,7 @@ except A2AError as err:
 
 # %%
 mixed_up = coordinator.new_message("about TCK-4821", task_id=recheck.task_id, context_id="ctx-tck9999",
-                                   message_id="coord-tck4821-m5")
+                                   message_id="coord-tck4821-m-5")
 try:
     coordinator.send(None, message=mixed_up)
 except A2AError as err:

@@ -126,7 +126,7 @@ view
 
 # %%
 print("1. reply topic:  ", coordinator.reply_topic)
-first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+first = coordinator.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-1")
 stream = coordinator.stream("ticket-desk", message=first)
 task_id = stream.task_id
 request = tapped().iloc[0]
@@ -192,7 +192,7 @@ reroutes(task_id)
 #    the **Task.id never changes**.
 
 # %%
-answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m2")
+answer = coordinator.continue_task(stream, REPRO_TEXT, stream=True, message_id="coord-tck4821-m-2")
 answer.wait()
 final = coordinator.get_task(task_id)
 print("task state:", states.short_name(final["status"]["state"]))
@@ -224,7 +224,7 @@ desk.stop()
 desk = TicketDesk(handover="none", seed=4822)
 
 plain = coordinator.stream("ticket-desk", TICKET_TEXT + "\n" + REPRO_TEXT, context_id=CONTEXT_ID,
-                           message_id="coord-tck4821-m3")
+                           message_id="coord-tck4821-m-3")
 plain.wait()
 coordinator.get_task(plain.task_id)
 print("a2a-responder-agent-id on the items:", {e.responder for e in plain.events})
@@ -245,7 +245,7 @@ desk.stop()
 desk = TicketDesk(handover="double", seed=4823)
 
 twice = coordinator.stream("ticket-desk", TICKET_TEXT + "\n" + REPRO_TEXT, context_id=CONTEXT_ID,
-                           message_id="coord-tck4821-m4")
+                           message_id="coord-tck4821-m-4")
 twice.wait()
 pd.DataFrame([{"event": e.kind, "state": states.short_name(e.state) if e.state else "",
                "a2a-responder-agent-id": e.responder or "",
@@ -280,7 +280,7 @@ tap.unsubscribe("$a2a/v1/request/acme/support/#")
 desk.stop()
 desk = TicketDesk(handover="dies", seed=4824)
 
-doomed = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m5")
+doomed = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-5")
 doomed.wait()
 analyst = desk.instances[-1]
 print("the question came from:", {e.responder for e in doomed.events} - {None})
@@ -300,7 +300,7 @@ print("nobody listens on:     ", gone)
 # (`return_immediately=True`), so the attempts below are only about reaching an agent:
 
 # %%
-ack = coordinator.continue_task(doomed, REPRO_TEXT, message_id="coord-tck4821-m6", return_immediately=True)
+ack = coordinator.continue_task(doomed, REPRO_TEXT, message_id="coord-tck4821-m-6", return_immediately=True)
 pd.DataFrame([{"attempt": a.number, "topic": a.topic, "Correlation Data": a.correlation[:16] + "…",
                "PUBACK reason code": a.reason_code, "outcome": a.outcome} for a in ack.attempts])
 

@@ -116,7 +116,7 @@ flaky.subscribe(topics.request_topic("acme", "support", "flaky-analyst"), handle
 print(flaky.client_id, "listens on", topics.request_topic("acme", "support", "flaky-analyst"))
 
 # %%
-reply = coordinator.send("flaky-analyst", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m1")
+reply = coordinator.send("flaky-analyst", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-1")
 print("state:", states.short_name(reply.state))
 attempts_table(reply.attempts)
 
@@ -136,7 +136,7 @@ flaky.close()
 desk = TicketDesk(handover="none", seed=4821, pace=0.01)
 
 ticket = coordinator.new_message(TICKET_TEXT + "\n" + REPRO_TEXT, context_id=CONTEXT_ID,
-                                 message_id="coord-tck4821-m2")
+                                 message_id="coord-tck4821-m-2")
 once = coordinator.send("ticket-desk", message=ticket)
 again = coordinator.send("ticket-desk", message=ticket)          # verbatim: same dict, same ids
 print("both completed:        ", once.state == again.state == states.COMPLETED)
@@ -325,7 +325,7 @@ print("state:         ", states.short_name(narrower.state), "|", narrower.text)
 desk.stop()
 desk = TicketDesk(handover="dies", seed=4824)
 
-question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m3")
+question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-3")
 question.wait()
 analyst = desk.instances[-1]
 print("asked by", analyst.agent, "| state:", states.short_name(question.state))
@@ -336,7 +336,7 @@ for _ in range(500):
         break
     time.sleep(0.01)
 
-ack = coordinator.continue_task(question, REPRO_TEXT, message_id="coord-tck4821-m4", return_immediately=True)
+ack = coordinator.continue_task(question, REPRO_TEXT, message_id="coord-tck4821-m-4", return_immediately=True)
 attempts_table(ack.attempts)
 
 # %%
@@ -363,7 +363,7 @@ except RequestTimeout as exc:
     print("RequestTimeout:", reason)
 
 restart = coordinator.new_message(
-    TICKET_TEXT + "\n" + REPRO_TEXT, context_id="ctx-tck4821-r2", message_id="coord-tck4821-r2-m1",
+    TICKET_TEXT + "\n" + REPRO_TEXT, context_id="ctx-tck4821-r2", message_id="coord-tck4821-r2-m-1",
     metadata={"previousContextId": CONTEXT_ID, "switchReason": reason})
 print()
 print("the next first message:", {k: restart[k] for k in ("messageId", "contextId", "metadata")})
