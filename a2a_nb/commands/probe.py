@@ -25,9 +25,8 @@ def register(sub) -> None:
     p.add_argument("--token", default=None, help="bearer token sent with every request (mqtts:// brokers only)")
     p.add_argument("--timeout", type=positive_seconds, default=1.0,
                    help="seconds each check waits for a reply (default 1)")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the report as JSON")
-    out.add_argument("--junit", default=None, metavar="FILE", help="also write the report as JUnit XML to FILE")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (instead of text)")
+    p.add_argument("--junit", default=None, metavar="FILE", help="also write the report as JUnit XML to FILE")
     add_scope(p)
     p.set_defaults(func=cmd_probe)
 

@@ -10,7 +10,7 @@ from ..protocol import cards, jsonrpc, properties, topics
 from ..protocol.messages import task_ids_of
 from ..traffic.lint import SHOULD, validate_payload
 from .client import short_bytes
-from .rules import MUST, Outcome, check, failed, not_applicable, passed
+from .rules import Outcome, check, failed, not_applicable, passed
 from .runner import ProbeRun, Sent
 
 
@@ -142,7 +142,7 @@ def task_id_echo(run: ProbeRun) -> Outcome:
     base = run.baseline()
     if base.exchange.first is None:
         return _no_reply(base)
-    named = [task_ids_of(p, {}) [0] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
+    named = [task_ids_of(p, {})[0] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
     wrong = [t for t in named if t != base.task_id]
     if named and not wrong:
         return passed(_sent(base), f"Task.id {base.task_id[:8]}… echoed")
@@ -195,5 +195,3 @@ def reply_qos(run: ProbeRun) -> Outcome:
     return failed(_sent(base), "reply delivered with QoS 0", "publish replies with QoS 1 so the PUBACK reason code "
                   "tells the responder when nobody listens (Request/Reply Mapping 3)")
 
-
-__all__ = ["MUST"]

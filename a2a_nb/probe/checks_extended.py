@@ -10,9 +10,8 @@ from typing import Optional
 
 from ..protocol import cards, jsonrpc, messages, properties, states, topics
 from ..protocol.ids import IDENTIFIER_RE
-from .runner import ANSWER_TEXT
 from .rules import EXTENDED, Outcome, check, failed, not_applicable, passed
-from .runner import ProbeRun
+from .runner import ANSWER_TEXT, ProbeRun
 
 
 def pool_of(run: ProbeRun) -> Optional[str]:
@@ -62,7 +61,8 @@ def binary_artifacts(run: ProbeRun) -> Outcome:
     chunks = [m for s in sents for m in s.exchange.correlated
               if m.user_property(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE and m.payload_format == 0]
     if not chunks:
-        chosen = {m.user_property(properties.ARTIFACT_MODE) for s in sents for m in s.exchange.correlated} - {None}
+        chosen = {str(m.user_property(properties.ARTIFACT_MODE)) for s in sents for m in s.exchange.correlated
+                  if m.user_property(properties.ARTIFACT_MODE) is not None}
         return not_applicable("no native binary chunks came (the agent answered "
                               f"a2a-artifact-mode={'/'.join(sorted(chosen)) or 'absent'} and sent JSON artifacts)",
                               sent, sents[-1].exchange.came_back())

@@ -28,7 +28,7 @@ ERROR_MAPPING = "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 1
 def message_expiry(run: ProbeRun) -> Outcome:
     unknown = run.unknown_task_id()
     ex = run.call(jsonrpc.GET_TASK, messages.get_task_params(unknown), message_expiry=30)
-    outcome = expect_error(f"GetTask of an unknown task with Message Expiry Interval 30 s", ex,
+    outcome = expect_error("GetTask of an unknown task with Message Expiry Interval 30 s", ex,
                            errors.TASK_NOT_FOUND, "the request had time left, so it is processed")
     note = ("A request that runs out before processing should be dropped or answered -32003 request_expired; "
             "the broker never delivers a stale request to a connected agent, so only the fresh case is checked live.")
@@ -165,5 +165,3 @@ def no_bearer_echo(run: ProbeRun) -> Outcome:
     remark = "" if run.token else "no token was sent (plain probe); the traffic lint still looks for 'Bearer ' text"
     return passed(sent, f"{len(traffic)} messages from the agent, no token", remark)
 
-
-__all__ = ["MUST"]

@@ -194,8 +194,7 @@ def stream_end(run: ProbeRun) -> Outcome:
         return skip
     sents = _stream(run)
     for s in sents:
-        last = s.exchange.payloads[-1:] if s.exchange.payloads else []
-        if not last or not _final(last[0]):
+        if not any(_final(p) for p in s.exchange.payloads):
             return failed(_stream_sent(sents), s.exchange.came_back(), "the stream went quiet without a final item "
                           "(terminal or interrupted status, or a Message): the requester never learns it ended")
     return passed(_stream_sent(sents), f"ended {sents[-1].state}")
@@ -334,7 +333,8 @@ def multi_turn(run: ProbeRun) -> Outcome:
     sent = f"SendMessage to {base.state} task {_short(base.task_id)}: same Task.id and contextId, new messageId"
     ex = answer.exchange
     if ex.first is None:
-        return failed(sent, ex.came_back(), "no reply to the continuation (routed to the task's latest responder)")
+        return failed(sent, ex.came_back(), "no correlated reply to the continuation (routed to the task's latest "
+                      "responder)")
     if ex.error is not None:
         return failed(sent, ex.came_back(), "the continuation of an interrupted task was refused: the responder "
                       "resumes processing on the new correlation")
@@ -350,7 +350,9 @@ def new_turn(run: ProbeRun) -> Outcome:
     turn = run.send(run.message(context_id=base.context_id))
     sent = f"SendMessage, new Task.id {_short(turn.task_id)} in the first task's context {_short(base.context_id)}"
     ex = turn.exchange
-    if ex.first is None or ex.error is not None:
+    if ex.first is None:
+        return failed(sent, ex.came_back(), "no correlated reply to the new turn")
+    if ex.error is not None:
         return failed(sent, ex.came_back(), "a new task in an existing context is a new turn of the conversation "
                       "(Interaction Patterns 2): accept it")
     task = task_in(ex.response)

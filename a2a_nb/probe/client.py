@@ -194,7 +194,7 @@ class ProbeClient:
 
         ``correlation=b""`` / ``response_topic=""`` mean "a fresh one" (the probe's usual hex text and
         its own new reply topic); None leaves the property out. ``until``: ``FIRST`` stops at the first
-        correlated reply, ``FINAL`` at a stream-final item (then listens ``grace`` longer, to catch
+        reply (correlated or not: the topic is this request's own), ``FINAL`` at a stream-final item (then listens ``grace`` longer, to catch
         anything published after it) or after ``timeout`` of silence. Replies naming ``a2a-responder-agent-id`` update the routing
         of ``task_id``.
         """
@@ -230,9 +230,7 @@ class ProbeClient:
                 msg = inbox.get(timeout=left)
             except queue.Empty:
                 return
-            ex.replies.append(msg)
-            if msg.correlation_data != ex.sent.correlation_data:
-                continue
+            ex.replies.append(msg)  # on this request's own reply topic: its answer, right or wrong
             if until == FIRST:
                 return  # later replies still reach ``traffic``, which the traffic lint reads
             if not _ends(msg):
@@ -249,8 +247,11 @@ class ProbeClient:
                 except ValueError:
                     pass  # not a valid agent_id: the handover check reports it
 
-    def start_route(self, task_id: str, agent: str) -> None:
-        self.routing.start(task_id, Address(self.org, self.unit, agent=agent), time.time())
+    def start_route(self, task_id: str, target: str) -> str:
+        """Route a new task to ``target`` (an agent, or ``pool:NAME``); returns its request topic."""
+        address = Address(self.org, self.unit, pool=target[5:]) if target.startswith("pool:") else \
+            Address(self.org, self.unit, agent=target)
+        return self.routing.start(task_id, address, time.time()).current.topic
 
     def call(self, agent: str, method: str, params: Optional[dict], *, task_id: Optional[str] = None,
              until: str = FIRST, **kw: Any) -> Exchange:

@@ -10,7 +10,7 @@ import html
 import json
 import textwrap
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from .rules import CORE, EXTENDED, FAIL, MUST, NOT_APPLICABLE, PASS, SKIPPED, Check, Outcome
@@ -59,6 +59,10 @@ class ProbeReport:
     rows: list[Row]
     card: dict
     seconds: float
+    traffic: list[dict] = field(default_factory=list)
+    """Every message of the probe as recording records (``load_traffic(report.traffic)`` reads them)."""
+    sent: frozenset[int] = frozenset()
+    """The positions in ``traffic`` of the requests the probe sent (the rest came from the agent)."""
 
     # -- verdicts ----------------------------------------------------------------------------------------
     def failures(self, level: Optional[str] = None) -> list[Row]:

@@ -151,10 +151,8 @@ class ProbeRun:
         a new task to ``to`` (default the agent), a known one to its latest responder."""
         method = jsonrpc.SEND_STREAMING_MESSAGE if stream else jsonrpc.SEND_MESSAGE
         task_id = message["taskId"]
-        if self.client.routing.target(task_id) is None:
-            self.client.start_route(task_id, self.agent)
-        topic = topics.pool_topic(self.org, self.unit, to[5:]) if to and to.startswith("pool:") \
-            else self.client.topic_for(to or self.agent, task_id)
+        known = self.client.routing.target(task_id)
+        topic = known.topic if known is not None else self.client.start_route(task_id, to or self.agent)
         params = messages.send_message_params(message, configuration=configuration)
         ex = self.client.exchange(topic, self.client.request_payload(method, params), correlation=correlation,
                                   user_properties=self.props(*extra_props), until=FINAL if stream else FIRST,
@@ -176,9 +174,10 @@ class ProbeRun:
         return self.client.ids.task_id()
 
     def alive(self) -> Optional[Exchange]:
-        """GetTask for a task that does not exist: the exchange when any correlated reply came."""
+        """GetTask for a task that does not exist: the exchange when any reply came (even one with
+        the wrong Correlation Data: the agent answers, which is all this asks)."""
         ex = self.call(jsonrpc.GET_TASK, messages.get_task_params(self.unknown_task_id()))
-        return ex if ex.first is not None else None
+        return ex if ex.replies else None
 
     # -- exchanges the checks share (each made once) ---------------------------------------------------
     def once(self, key: str, make: Any) -> Any:
@@ -236,7 +235,7 @@ def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMe
 
     client.session.subscribe(topics.discovery_filter(client.org, client.unit), handler=on_card)
     deadline = time.monotonic() + wait
-    while own.rsplit("/", 1)[1] not in seen and time.monotonic() < deadline:
+    while agent not in seen and time.monotonic() < deadline:  # retained cards arrive right after the SUBACK
         time.sleep(0.01)
     client.session.unsubscribe(topics.discovery_filter(client.org, client.unit))
     msg = seen.get(agent)
@@ -277,7 +276,9 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
         rows += lint_rows(run, rows)
     finally:
         client.close()
-    return ProbeReport(agent, org, unit, level, rows, card, time.monotonic() - started)
+    traffic = [to_record(m) for m in client.traffic]
+    return ProbeReport(agent, org, unit, level, rows, card, time.monotonic() - started, traffic,
+                       frozenset(client.sent))
 
 
 def _run_check(run: ProbeRun, c: rules.Check) -> Row:
