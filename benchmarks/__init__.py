@@ -8,4 +8,5 @@
 * ``load``: concurrent tasks through a desk and a pool, a burst against the bounded desk, memory of
   many echo round trips;
 * ``traffic``: the recorder at full stream speed and ``load_traffic`` throughput on synthetic records.
+* ``probe``: how long the Core conformance probe takes against a local echo and ticket desk.
 """
