@@ -42,6 +42,7 @@ class BridgeStats:
     """What the bridge did so far (a notebook cell or a test reads it)."""
 
     requests: int = 0
+    in_progress: int = 0  # unary requests waiting for their MQTT reply now
     refused: int = 0  # answered 503: every slot busy
     streams_opened: int = 0
     streams_open: int = 0
@@ -82,7 +83,7 @@ class BridgeApp:
         self.max_requests, self.max_streams, self.max_body_bytes = max_requests, max_streams, max_body_bytes
         self.stats = BridgeStats()
         self.open_streams: set[OpenStream] = set()
-        self._unary_busy = 0
+        self.closing = False
         self._unary_threads = anyio.CapacityLimiter(max_requests)
         self._stream_threads = anyio.CapacityLimiter(max_streams)
         self.app = Starlette(routes=[Route(WELL_KNOWN_PATH, self.card, methods=["GET"]),
@@ -117,16 +118,16 @@ class BridgeApp:
 
     async def _unary(self, request_id: jsonrpc.RequestId, method: str, params: dict[str, Any],
                      token: Optional[str]) -> Response:
-        if self._unary_busy >= self.max_requests:
+        if self.stats.in_progress >= self.max_requests:
             return self._busy(request_id, f"{self.max_requests} requests in progress")
-        self._unary_busy += 1
+        self.stats.in_progress += 1
         try:
             result = await anyio.to_thread.run_sync(self.forwarder.call, method, params, token,
                                                     limiter=self._unary_threads)
         except Exception as exc:  # noqa: BLE001 - as_error names every failure for the client
             return rpc_error(request_id, as_error(exc, self.agent))
         finally:
-            self._unary_busy -= 1
+            self.stats.in_progress -= 1
         return JSONResponse(jsonrpc.result_response(request_id, result))
 
     async def _stream(self, request_id: jsonrpc.RequestId, method: str, params: dict[str, Any],
@@ -143,6 +144,8 @@ class BridgeApp:
         self.stats.streams_opened += 1
         opened = OpenStream(stream, lambda: self._stream_closed(opened))
         self.open_streams.add(opened)
+        if self.closing:  # opened while the bridge stops: its first item, then the end
+            opened.close()
         # the background task runs after the response, also when the client left mid-stream
         return StreamingResponse(relay(opened, first, request_id, self.agent, self._stream_threads),
                                  media_type=MEDIA_TYPE, headers={"Cache-Control": "no-store"},
@@ -160,7 +163,9 @@ class BridgeApp:
                                                                    f"retry in {RETRY_AFTER_S} s"), status=503)
 
     def close_streams(self) -> None:
-        """End every open stream (the bridge stops): their HTTP responses finish at once."""
+        """End every open stream, and each one opened from now on (the bridge stops): their HTTP
+        responses finish at once instead of holding the server's shutdown."""
+        self.closing = True
         for opened in list(self.open_streams):
             opened.close()
 
