@@ -508,7 +508,79 @@ print("requests with a redacted token:",
 print(properties.redact([properties.bearer(token), ("a2a-task-id", "t-1")]))
 
 # %% [markdown]
-# ## Step 10. Clean up
+# ## Step 10. Probe the agents
+#
+# Locks keep strangers out; they say nothing about whether an agent keeps the profile's rules once a
+# request is in. The kit's **conformance probe** asks the agent itself: it reads the agent's retained
+# card, then sends it requests, good and bad (binary and text Correlation Data, a resend of the same
+# message, GetTask and CancelTask, a stream, an answer after input-required, malformed JSON, a Task.id
+# that is not a UUIDv4, a Response Topic outside `$a2a/v1/reply/`, as Mallory tried in step 6), asks
+# after each bad one whether the agent still answers, and reports each rule it kept or broke, by rule
+# id. It works on any agent that speaks the profile, written with this kit or not.
+#
+# First the story's ticket desk (and the analysts it hands tickets to), on the open broker of the other
+# lessons. Its notes about the requests it drops are switched off here: the probe reports them itself.
+
+# %%
+import logging
+
+from a2a_nb.probe import run_probe
+from a2a_nb.probe.examples import careless_agent
+from a2a_nb.story.cast import TicketDesk
+
+logging.getLogger("a2a_nb.agents.responder").setLevel(logging.ERROR)
+story_desk = TicketDesk(seed=4821)                 # the story's desk, on the open broker
+desk_report = run_probe("ticket-desk")
+print("Core conformant:", desk_report.core_conformant, "| Extended features seen:", desk_report.features)
+print("checks:", len(desk_report.rows), "|", pd.Series([r.verdict for r in desk_report.rows]).value_counts().to_dict())
+
+# %% [markdown]
+# The report has one row per check: the rule id (the same name `lint` uses for a recording), MUST or
+# SHOULD, the profile section, what was sent, what came back, the verdict and a remark. A few of them:
+
+# %%
+report = desk_report.frame()
+shown = ["correlation-binary", "idempotent-resend", "multi-turn", "handover-responder-id", "reflected-response-topic"]
+report.set_index("check").loc[shown, ["rule", "level", "section", "verdict"]]
+
+# %% tags=["nbval-ignore-output"]
+print(desk_report.summary())
+
+# %% [markdown]
+# Now an agent that carries two habits over from HTTP A2A. It makes its **own Task.id** for every task,
+# as an HTTP server does (over MQTT the requester makes it, so it can retry without creating a second
+# task), and it reads **Correlation Data as text**: when a requester sends arbitrary bytes, as the
+# profile allows, it cannot decode them and never answers. `careless_agent()` lives in
+# `a2a_nb.probe.examples`; it is otherwise correct (it checks every request with the kit's own rules).
+
+# %%
+sloppy = careless_agent()
+careless_report = run_probe("careless")
+print("Core conformant:", careless_report.core_conformant, "| exit status of `probe`:", careless_report.exit_code())
+failed = careless_report.frame().query("verdict == 'fail'").set_index("check")
+failed[["rule", "level", "section"]]
+
+# %% [markdown]
+# Read the report from the top: the first failure is usually the cause, the later ones its echoes. The
+# Task.id it names is its own, so the resend looks like a new task and GetTask of the requester's
+# Task.id finds nothing; binary Correlation Data gets no reply at all. The remarks say what to change:
+
+# %%
+for check in ("task-id-echo", "correlation-binary"):
+    row = failed.loc[check]
+    print(f"{check} ({row['rule']}, {row['level']}, {row['section']}):\n  {row['remark']}\n")
+story_desk.stop()
+sloppy.stop()
+
+# %% [markdown]
+# On the command line the same probe is `python -m a2a_nb probe careless` (exit status 1 on a MUST
+# failure, so a CI job can run it), with `--json` for the report as JSON, `--junit FILE` for CI test
+# reports and `--level extended` for the optional parts (pools with `--pool NAME`, native binary
+# artifacts). The kit's own requesters send Correlation Data as the hex of 16 random bytes: valid text
+# for implementations like this one, and still unguessable.
+
+# %% [markdown]
+# ## Step 11. Clean up
 #
 # Stop the agents, the recorder and the discovery, close every MQTT session, and stop the secured
 # broker. Its folder holds the CA's private key and every agent's password (`credentials.json`):
@@ -538,6 +610,9 @@ print("secured broker running:", broker.running, "| its folder exists:", broker.
 #   (`UNAUTHENTICATED` 401 or `PERMISSION_DENIED` 403) that names the failed check.
 # - The kit refuses a token on plain MQTT at both ends; tokens never appear in replies, and
 #   recordings show `a2a-authorization` as `[redacted]`.
+# - The conformance probe (`python -m a2a_nb probe AGENT`) checks a live agent rule by rule: the story's
+#   desk is Core conformant; an agent that makes its own Task.ids and reads Correlation Data as text
+#   is not, and the report names each broken rule and what to change.
 #
 # ## What's next
 # Run the whole story across shells on a secured broker. In a terminal, `python -m a2a_nb broker

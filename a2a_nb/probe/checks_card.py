@@ -97,7 +97,7 @@ def correlation_text(run: ProbeRun) -> Outcome:
     return _correlation(base, _sent(base))
 
 
-def _correlation(sent: Sent, what: str) -> Outcome:
+def _correlation(sent: Sent, what: str, silence: str = "no reply within the probe's timeout") -> Outcome:
     ex = sent.exchange
     if ex.first is not None and not ex.stray:
         return passed(what, ex.came_back())
@@ -107,7 +107,7 @@ def _correlation(sent: Sent, what: str) -> Outcome:
     if ex.stray:
         return failed(what, ex.came_back(), "the reply does not echo the request's Correlation Data, so a requester "
                       "drops it (Requester Behavior 5); echo it unchanged, as bytes")
-    return failed(what, ex.came_back(), "no reply within the probe's timeout")
+    return failed(what, ex.came_back(), silence)
 
 
 @check("reply-topic", "reply-topic", "the reply goes to the request's Response Topic")

@@ -50,7 +50,10 @@ def unknown_properties(run: ProbeRun) -> Outcome:
 def correlation_binary(run: ProbeRun) -> Outcome:
     corr = b"\xff\x00\xfe" + secrets.token_bytes(8) + b"\x80"
     sent = run.send(run.message(), correlation=corr)
-    return _correlation(sent, f"SendMessage, new task, binary Correlation Data {short_bytes(corr)} (not UTF-8)")
+    return _correlation(sent, f"SendMessage, new task, binary Correlation Data {short_bytes(corr)} (not UTF-8)",
+                        "no reply to a request whose Correlation Data is not UTF-8 text: Correlation Data is bytes "
+                        "(MQTT v5 binary data); an agent that decodes it as text fails here. Keep it as bytes and "
+                        "echo it unchanged")
 
 
 def _bad_payload(run: ProbeRun, name: str, payload: bytes, code: int, why: str) -> Outcome:

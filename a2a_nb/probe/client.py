@@ -36,6 +36,8 @@ class Exchange:
 
     sent: MqttMessage
     replies: list[MqttMessage] = field(default_factory=list)
+    waited_s: float = 0.0
+    """How long the probe would wait for a reply (its timeout)."""
     elapsed_s: float = 0.0
 
     @property
@@ -89,7 +91,7 @@ class Exchange:
     def came_back(self) -> str:
         """What came back, in one line, for the report's "received" column."""
         if not self.replies:
-            return f"nothing within {self.elapsed_s:.2f} s"
+            return f"nothing within {self.waited_s:g} s"
         parts = [describe_reply(r) for r in self.correlated[:3]]
         if len(self.correlated) > 3:
             parts.append(f"... {len(self.correlated)} items in all")
@@ -210,7 +212,7 @@ class ProbeClient:
         self.sent.add(len(self.traffic))
         self.traffic.append(replace(sent, received_at=time.time()))
         self.session.publish(sent, timeout=max(wait, 1.0))
-        ex = Exchange(sent)
+        ex = Exchange(sent, waited_s=wait)
         try:
             self._collect(ex, inbox, until, wait)
         finally:
