@@ -18,6 +18,7 @@ from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.mqtt.broker import resolve
 from a2a_nb.protocol.retry import RetryProfile
 
+from . import bridge as bridge_bench
 from . import probe as probe_bench
 from . import raw_floor
 from . import traffic as traffic_bench
@@ -117,6 +118,8 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
         say(format_resources(echo=results["echo_memory"]))
     pr = results["probe"] = probe_bench.bench_probe(url)  # the Core conformance probe against local agents
     say(probe_bench.format_probe(pr))
+    br = results["bridge"] = bridge_bench.bench_bridge(url, n=min(n, 300), rounds=rounds)  # HTTP → bridge → MQTT
+    say(bridge_bench.format_bridge(br))
     results["targets_met"] = {"send_ratio": ratio <= SEND_TARGET, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= STREAM_TARGET, "recorder_lost_0": rec["lost"] == 0,
                               "load_traffic_200k": lt["msgs_per_s"] >= 200_000}
