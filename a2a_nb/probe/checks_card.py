@@ -97,7 +97,10 @@ def correlation_text(run: ProbeRun) -> Outcome:
     return _correlation(base, _sent(base))
 
 
-def _correlation(sent: Sent, what: str, silence: str = "no reply within the probe's timeout") -> Outcome:
+SILENT = "no reply within the probe's timeout (a slow agent needs a longer --timeout)"
+
+
+def _correlation(sent: Sent, what: str, silence: str = SILENT) -> Outcome:
     ex = sent.exchange
     if ex.first is not None and not ex.stray:
         return passed(what, ex.came_back())

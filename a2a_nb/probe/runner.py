@@ -302,9 +302,14 @@ def _run_check(run: ProbeRun, c: rules.Check) -> Row:
 def lint_rows(run: ProbeRun, rows: list[Row]) -> list[Row]:
     """The traffic lint over everything the agent published during the probe: one row per rule it
     broke that no live check has already failed (Profile: every rule of ``a2a_nb.traffic.lint``)."""
-    records = [to_record(m) for m in run.client.traffic]
+    traffic = list(run.client.traffic)
+    records = [to_record(m) for m in traffic]
     findings = check_traffic(records)
-    findings = findings[~findings["i"].isin(run.client.sent)]
+    # A request sent without Correlation Data may rightly be answered with an error that has none
+    # (Responder Behavior 2): what arrives on its reply topic is the no-reply-path check's business.
+    bare = {m.response_topic for i, m in enumerate(traffic) if i in run.client.sent and m.correlation_data is None}
+    exempt = {i for i, m in enumerate(traffic) if m.topic in bare} | run.client.sent
+    findings = findings[~findings["i"].isin(exempt)]
     already = {r.rule for r in rows if r.verdict == rules.FAIL}
     out = []
     for rule_id, group in findings.groupby("rule", sort=False):

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -22,8 +23,10 @@ from a2a_nb.mqtt.broker import ENV_URL
 from a2a_nb.probe import CHECKS, ProbeError, probe, run_probe
 from a2a_nb.probe.examples import Mistakes, SketchAgent, careless_agent
 from a2a_nb.probe.report import COLUMNS
-from a2a_nb.probe.rules import CORE, FAIL, MUST, NOT_APPLICABLE, PASS, SHOULD
+from a2a_nb.probe.rules import CORE, FAIL, MUST, NOT_APPLICABLE, PASS, SHOULD, SKIPPED
+from a2a_nb.protocol import errors, jsonrpc
 from a2a_nb.protocol.jsonrpc import PARAMS_TYPE
+from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from tests.sdk_check import assert_valid
 
@@ -142,6 +145,55 @@ def test_a_sketch_without_mistakes_is_core_conformant(broker_url):
         agent.stop()
     assert FAIL not in set(df["verdict"]), df[df["verdict"] == FAIL].to_string()
     assert "Core conformant" in df.attrs["summary"]
+
+
+class StrictSketch(SketchAgent):
+    """Rejects a request without Correlation Data with -32005 (Responder Behavior 2's SHOULD) instead
+    of dropping it: the error reply can carry no Correlation Data either."""
+
+    def _on_request(self, msg: MqttMessage) -> None:
+        if msg.correlation_data is None and msg.response_topic:
+            error = jsonrpc.error_response(None, errors.transport_protocol_error("no Correlation Data"))
+            self.session.publish_then(MqttMessage(msg.response_topic, encode_json(error)), lambda ack: None)
+            return
+        super()._on_request(msg)
+
+
+class FragileSketch(SketchAgent):
+    """Disconnects for good when a payload is not JSON."""
+
+    def _on_request(self, msg: MqttMessage) -> None:
+        if msg.payload.startswith(b"{") and not msg.payload.rstrip().endswith(b"}"):
+            threading.Thread(target=self.session.close).start()
+            return
+        super()._on_request(msg)
+
+
+def test_rejecting_a_request_without_correlation_data_is_fine_too(broker_url):
+    agent = StrictSketch("sketch", unit="probe-strict", broker=broker_url)
+    try:
+        report = run_probe("sketch", unit="probe-strict", broker=broker_url, timeout=0.5)
+    finally:
+        agent.stop()
+    row = next(r for r in report.rows if r.check == "no-reply-path")
+    assert row.verdict == PASS and "error -32005 (transport_protocol_error)" in row.received
+    assert report.core_conformant and not _failed(report), report.text()
+
+
+def test_an_agent_that_goes_silent_fails_there_and_the_rest_is_skipped(broker_url):
+    agent = FragileSketch("sketch", unit="probe-fragile", broker=broker_url)
+    try:
+        report = run_probe("sketch", unit="probe-fragile", broker=broker_url, timeout=0.5)
+    finally:
+        agent.session.close()
+    verdicts = {r.check: r.verdict for r in report.rows}
+    assert verdicts["parse-error"] == FAIL
+    assert "no longer answers" in next(r.remark for r in report.rows if r.check == "parse-error")
+    after = [r for r in report.rows[[r.check for r in report.rows].index("parse-error") + 1:]
+             if not r.check.startswith("lint:")]
+    assert after and all(r.verdict == SKIPPED for r in after)
+    assert report.exit_code() == 1 and not report.core_conformant
+    assert "NOT Core conformant (MUST failed: error-parse" in report.summary()
 
 
 def test_no_card_is_one_error_line_with_a_hint(broker_url, capsys):
