@@ -610,7 +610,7 @@ class Stream:
             err = A2AError.from_dict(response.error)
             raise err
         result = response.result
-        if not self._dedup.accept(result, props.get(STREAM_SEQ)):
+        if not self._dedup.accept(result, props.get(STREAM_SEQ), msg.payload):
             self.duplicates += 1
             req.stats.duplicates += 1
             return None

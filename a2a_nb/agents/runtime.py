@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 from ..protocol import jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.packet import MqttMessage, encode_json
-from ..protocol.streams import STREAM_SEQ
+from ..protocol.streams import STREAM_SEQ, StreamNumbering
 from .outbox import Outbox
 from .store import MemoryTaskStore, TaskRecord, TaskStore
 
@@ -49,7 +49,7 @@ class Listener:
     artifact_mode: Optional[str] = None  # the chosen mode, when the request asked for one
     history_length: Optional[int] = None
     announced: Optional[str] = None  # last a2a-responder-agent-id sent on this path
-    seq: int = 0
+    numbering: StreamNumbering = field(default_factory=StreamNumbering)  # a2a-stream-seq of repeats
     closed: bool = False
     needs_snapshot: bool = False  # a new stream: the Task snapshot goes out just before its first event
 
@@ -273,17 +273,13 @@ class TaskRuntime:
         if listener.closed:
             return
         payload = encode_json(jsonrpc.result_response(listener.request_id, result))
-        props = []
-        if listener.kind == STREAM:
-            listener.seq += 1
-            props.append((STREAM_SEQ, str(listener.seq)))
-        self._publish(rec, listener, payload, props)
+        seq = listener.numbering.seq_for(payload) if listener.kind == STREAM else None
+        self._publish(rec, listener, payload, [(STREAM_SEQ, seq)] if seq else [])
 
     def _send_raw(self, rec, listener: Listener, data: bytes, content_type, artifact_id, seqno, last) -> None:
-        listener.seq += 1
+        """A native binary chunk: its ``a2a-chunk-seqno`` tells it from a copy (Binary Artifact Mode 8-9)."""
         props = properties.chunk_properties(rec.id, artifact_id, seqno, last, context_id=rec.task.get("contextId"))
-        self._publish(rec, listener, bytes(data), [(STREAM_SEQ, str(listener.seq)), *props],
-                      payload_format=0, content_type=content_type)
+        self._publish(rec, listener, bytes(data), list(props), payload_format=0, content_type=content_type)
 
     def _publish(self, rec, listener: Listener, payload: bytes, extra: list, payload_format: Optional[int] = None,
                  content_type: Optional[str] = None) -> None:

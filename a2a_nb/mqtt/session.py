@@ -543,8 +543,8 @@ class Session:
 # call (about 5 µs), and every attribute set scans them (about 4 µs). Two shortcuts, both with paho's
 # public API only: a blank ``Properties`` per packet type is made once and copied (copy.copy shares
 # the tables, about 1.5 µs); and the properties that repeat from one publish to the next (a stream's
-# replies all carry the same Correlation Data) are set once on a cached copy. Only the User
-# Properties (a stream item's ``a2a-stream-seq`` changes every time) are set per publish.
+# replies all carry the same Correlation Data) are set once on a cached object that paho only reads.
+# Only User Properties are set per publish, on a copy.
 _BLANK = {packet_type: Properties(packet_type) for packet_type in (PacketTypes.PUBLISH, PacketTypes.WILLMESSAGE)}
 
 
@@ -555,11 +555,12 @@ def _properties(msg: MqttMessage, packet_type: int) -> Optional[Properties]:
             and msg.content_type is None and msg.message_expiry is None and msg.payload_format is None):
         return None
     corr = bytes(msg.correlation_data) if msg.correlation_data is not None else None
-    # a copy for paho to keep (it holds it until the PUBACK, to resend): the cached one never changes
-    props = copy.copy(_fixed_properties(packet_type, msg.response_topic, corr, msg.content_type,
-                                        msg.message_expiry, msg.payload_format))
-    if msg.user_properties:
-        props.UserProperty = [(str(k), str(v)) for k, v in msg.user_properties]
+    fixed = _fixed_properties(packet_type, msg.response_topic, corr, msg.content_type, msg.message_expiry,
+                              msg.payload_format)
+    if not msg.user_properties:
+        return fixed  # paho only reads it (packs it, again for a resend): one object serves every publish
+    props = copy.copy(fixed)  # the User Properties go on a copy: the cached one never changes
+    props.UserProperty = [(str(k), str(v)) for k, v in msg.user_properties]
     return props
 
 

@@ -4,10 +4,12 @@ Profile: Streaming Reply Mapping 5-7 (a terminal state, INPUT_REQUIRED or AUTH_R
 stream for that Correlation Data; a ``message`` result ends it too), Error Handling and
 Deduplication 1-2 (QoS 1 may deliver an item twice: de-duplicate by correlation and event identity).
 
-The kit's responders number each stream item with the user property ``a2a-stream-seq`` (an
-``a2a-`` property of this implementation, Profile: A2A User Property Naming 2). Items from other
-implementations are identified by their content: status by (state, timestamp), artifact chunks by
-(artifactId, position in the artifact), task snapshots and messages by their bytes / messageId.
+A copy that QoS 1 delivers twice is the same PUBLISH again: same Correlation Data, same payload,
+byte for byte. So an item is told from a copy by its payload. Only when an agent sends the very same
+payload twice on one stream on purpose (the same text chunk appended twice) does the kit's runtime
+number the repeat with the user property ``a2a-stream-seq`` (an ``a2a-`` property of this
+implementation, Profile: A2A User Property Naming 2), so it is not taken for a copy. Numbering every
+item would cost each one a user property, which paho writes and reads slowly.
 """
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import states
-from .messages import stream_kind
 
 STREAM_SEQ = "a2a-stream-seq"
 
@@ -37,34 +38,31 @@ def ends_stream(result: dict[str, Any]) -> bool:
     return state is not None and states.ends_stream(state)
 
 
+def item_key(result: dict[str, Any], seq: Optional[str] = None, payload: Optional[bytes] = None) -> Any:
+    """What tells a stream item from a copy of it: its ``a2a-stream-seq`` when it has one, else its
+    payload bytes (a digest of them), else, for a recording that kept only the parsed JSON, the
+    result as canonical JSON."""
+    if seq is not None:
+        return ("seq", seq)
+    if payload is not None:
+        return ("payload", hashlib.blake2b(payload, digest_size=16).digest())
+    return ("json", json.dumps(result, sort_keys=True))
+
+
 @dataclass
 class StreamDeduper:
-    """Per-correlation memory of the items already delivered."""
+    """The requester's half, per correlation: the items already delivered."""
 
     seen: set[Any] = field(default_factory=set)
-    artifact_chunks: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
     duplicates: int = 0
 
-    def key(self, result: dict[str, Any], seq: Optional[str]) -> Any:
-        if seq is not None:
-            return ("seq", seq)
-        kind = stream_kind(result)
-        body = result[kind]
-        if kind == "statusUpdate":
-            st = body.get("status", {})
-            return (kind, st.get("state"), st.get("timestamp"))
-        if kind == "message":
-            return (kind, body.get("messageId"))
-        digest = hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()
-        return (kind, digest)
-
-    def accept(self, result: dict[str, Any], seq: Optional[str] = None) -> bool:
+    def accept(self, result: dict[str, Any], seq: Optional[str] = None, payload: Optional[bytes] = None) -> bool:
         """True when ``result`` is new and the stream has not ended; records it."""
         if self.finished:
             self.duplicates += 1
             return False
-        k = self.key(result, seq)
+        k = item_key(result, seq, payload)
         if k in self.seen:
             self.duplicates += 1
             return False
@@ -72,3 +70,21 @@ class StreamDeduper:
         if ends_stream(result):
             self.finished = True
         return True
+
+
+@dataclass
+class StreamNumbering:
+    """The responder's half, per reply path: ``seq_for`` gives an item its ``a2a-stream-seq`` (its
+    position on the path, from 1) only when this path already carried the same payload. Keeps one
+    hash per item sent, as the requester keeps one key per item received."""
+
+    count: int = 0
+    sent: set[int] = field(default_factory=set)
+
+    def seq_for(self, payload: bytes) -> Optional[str]:
+        self.count += 1
+        h = hash(payload)  # equal payloads hash alike; a rare collision only numbers an item needlessly
+        if h in self.sent:
+            return str(self.count)
+        self.sent.add(h)
+        return None

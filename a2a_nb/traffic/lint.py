@@ -34,7 +34,7 @@ from ..protocol import properties as P
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4
 from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
-from ..protocol.streams import STREAM_SEQ, StreamDeduper, ends_stream
+from ..protocol.streams import STREAM_SEQ, ends_stream, item_key
 from ..protocol.topics import parse_topic
 from .frame import REQUEST_KINDS, Source, load_traffic
 
@@ -246,10 +246,7 @@ class Message:
             return ("seq", seq)
         p = self.payload
         if isinstance(p, dict) and isinstance(p.get("result"), dict):
-            try:
-                return StreamDeduper().key(p["result"], None)
-            except (KeyError, ValueError, TypeError, AttributeError):
-                pass
+            return item_key(p["result"])
         return json.dumps(p, sort_keys=True) if p is not None else ("raw", self.binary)
 
     @property
