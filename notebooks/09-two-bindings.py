@@ -1,0 +1,308 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 09 · Two bindings, one agent: the ticket desk over HTTP
+#
+# Most people meet A2A over HTTP: JSON-RPC requests to a URL, streams as Server-Sent Events, the
+# official `a2a-sdk` client. Our ticket desk speaks A2A over MQTT only. In this lesson a small
+# **bridge** puts an HTTP face on it, and the coordinator's ticket TCK-4821 reaches the desk twice:
+# once over MQTT as in every lesson so far, once over HTTP through the bridge. Then we compare what
+# crossed each wire.
+#
+# ## What you will learn
+# - how an HTTP client finds the agent: the **well-known URL** `/.well-known/agent-card.json`
+#   instead of a **retained card** on a discovery topic, and the card's two `supportedInterfaces`;
+# - that the **JSON-RPC bodies are the same** on both bindings: the bridge forwards the request and
+#   hands back the agent's result untouched;
+# - the one rule the bridge must add: over HTTP the server names a new task, over MQTT the
+#   requester does, so the bridge gives the message its `Task.id`;
+# - what each transport adds around the body: **Response Topic + Correlation Data** vs an HTTP
+#   connection; **one MQTT message per stream event** vs **Server-Sent Events**;
+# - that the official `a2a-sdk` client, used as for any HTTP agent, works with our MQTT agent;
+# - what only MQTT gives: handover routing, presence, pools.
+#
+# ## Time needed
+# About 15 minutes. The notebook runs in a few seconds.
+#
+# ## Prerequisites
+# - [02 · Send and track](02-send-and-track.ipynb) (requests, Correlation Data, task states),
+#   [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) and
+#   [05 · Handover](05-handover.ipynb) (the routing table).
+# - Helpful, not required: HTTP requests and responses, and `curl`.
+
+# %% [markdown]
+# ## Step 1. The desk, a tap and the bridge
+#
+# The desk hands each ticket to an analyst on its first reply, as in lesson 05. The **tap** is a
+# plain MQTT client that keeps every message of `acme/support` (cards, requests, replies), so we
+# can look at what really crossed the broker. The **bridge** is an HTTP server on `127.0.0.1`; on
+# the MQTT side it is one more requester, `acme/support/bridge`. It starts only when the desk has a
+# retained card: without a card there is nothing to bridge.
+
+# %%
+import json
+
+import httpx
+import pandas as pd
+
+import a2a_nb
+from a2a_nb.agents import Requester
+from a2a_nb.bridge import Bridge
+from a2a_nb.mqtt import Session
+from a2a_nb.protocol import properties, topics
+from a2a_nb.story.cast import TicketDesk
+from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+
+pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+desk = TicketDesk(seed=4821)
+coordinator = Requester("coordinator", seed=4821)
+
+seen = []                                     # every MQTT message of acme/support, in order
+tap = Session("acme", "support", "lesson-09-tap")
+tap.subscribe("$a2a/v1/+/acme/support/#", handler=seen.append)
+
+bridge = Bridge("ticket-desk", seed=9).start()
+http = httpx.Client(timeout=10)
+print(bridge)
+print("card:    ", bridge.card_url)
+print("JSON-RPC:", bridge.url)
+
+# %% [markdown]
+# ## Step 2. Two ways to find the card
+#
+# Over MQTT the card is a **retained message** on `$a2a/v1/discovery/acme/support/ticket-desk`: a
+# subscriber gets it from the broker at once. Over HTTP it is a document at a **well-known URL**.
+# The bridge serves the very card the desk publishes, with one more entry in
+# `supportedInterfaces`: its own URL with the `JSONRPC` binding, first, because the first entry is
+# the preferred one. The MQTT entry stays, so an HTTP client may still choose MQTT (Discovery
+# Interoperability 3).
+
+# %%
+card_topic = topics.discovery_topic("acme", "support", "ticket-desk")
+card_msg = [m for m in seen if m.topic == card_topic][-1]   # the retained card, as the tap received it
+mqtt_card = card_msg.json()
+http_card = http.get(bridge.card_url).json()
+
+def interfaces(card):
+    return [(i["protocolBinding"][:40], i["url"]) for i in card["supportedInterfaces"]]
+
+print("retained card on MQTT:", interfaces(mqtt_card))
+print("card over HTTP:       ", interfaces(http_card))
+print("otherwise the same:   ", {k: v for k, v in http_card.items() if k not in ("supportedInterfaces", "capabilities")}
+      == {k: v for k, v in mqtt_card.items() if k not in ("supportedInterfaces", "capabilities")})
+
+# %% [markdown]
+# ## Step 3. The same ticket, twice
+#
+# The coordinator sends TCK-4821 over MQTT as always. Then an HTTP client sends the same ticket to
+# the bridge: a JSON-RPC `SendMessage` in an HTTP POST, as it would to any A2A server. Over HTTP a
+# client does not name a new task (the server does), so its message has no `taskId`.
+
+# %%
+over_mqtt = coordinator.send("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-1")
+
+http_request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+    "role": "ROLE_USER", "messageId": "web-tck4821-m-1", "contextId": "ctx-tck4821-web",
+    "parts": [{"text": TICKET_TEXT}]}}}
+http_response = http.post(bridge.url, json=http_request)
+over_http = http_response.json()
+
+print("over MQTT:", over_mqtt.state, "task", over_mqtt.task_id)
+print("over HTTP:", over_http["result"]["task"]["status"]["state"], "task", over_http["result"]["task"]["id"])
+
+# %% [markdown]
+# Both tickets reached the desk and both wait for the reproduction steps. Now look at the bodies.
+# The bridge published the HTTP client's request on the desk's request topic: let us put the three
+# side by side (what the HTTP client posted, what the bridge published, what the coordinator
+# published).
+
+# %%
+def requests_for(reply_prefix):
+    return [m.json() for m in seen if topics.parse_topic(m.topic).kind == "request"
+            and m.response_topic.startswith(reply_prefix)]
+
+bridged = requests_for("$a2a/v1/reply/acme/support/bridge/")[-1]
+direct = requests_for("$a2a/v1/reply/acme/support/coordinator/")[-1]
+
+def flat(body):
+    message = body["params"]["message"]
+    return {"method": body["method"], "JSON-RPC id": body["id"], "params keys": sorted(body["params"]),
+            "message keys": sorted(message), "text": message["parts"][0]["text"][:30] + "…",
+            "taskId": message.get("taskId", "(none)"), "contextId": message["contextId"]}
+
+pd.DataFrame({"HTTP client → bridge": flat(http_request), "bridge → desk (MQTT)": flat(bridged),
+              "coordinator → desk (MQTT)": flat(direct)})
+
+# %% [markdown]
+# The same method, the same `params`, the same message: one JSON-RPC body on both bindings. The
+# bridge changed one thing and added one thing:
+#
+# - the JSON-RPC `id` is per hop: the HTTP client's `1` stays on the HTTP side, the bridge's own
+#   request on MQTT has its own id (and the reply to the client carries `1` again);
+# - the **`taskId`**: over MQTT the requester names the task, a UUIDv4, before it publishes, so that
+#   a retry can never create a second task (Request/Reply Mapping 6). The HTTP client learns it
+#   from the reply, as it would from any HTTP server.
+#
+# The answer is the same object too: the `result` the desk published to the bridge's reply topic
+# is the `result` of the HTTP response.
+
+# %%
+task_id = over_http["result"]["task"]["id"]
+desk_reply = next(m.json() for m in seen if topics.parse_topic(m.topic).kind == "reply"
+                  and m.topic.startswith("$a2a/v1/reply/acme/support/bridge/")
+                  and m.json().get("result", {}).get("task", {}).get("id") == task_id)
+print("HTTP result == MQTT result:", over_http["result"] == desk_reply["result"])
+print("HTTP response id:", over_http["id"], "(the HTTP client's)")
+print("MQTT reply id is the bridge's request id:", desk_reply["id"] == bridged["id"])
+
+# %% [markdown]
+# ## Step 4. What each transport adds around the body
+#
+# The body is A2A; the envelope is the transport's. On MQTT the request carries its way back in
+# **properties**: a Response Topic and Correlation Data chosen by the requester. On HTTP the way
+# back is the **open connection**: the response comes on it, nothing needs naming.
+
+# %%
+bridged_msg = next(m for m in seen if topics.parse_topic(m.topic).kind == "request"
+                   and m.response_topic.startswith("$a2a/v1/reply/acme/support/bridge/"))
+reply_msg = next(m for m in seen if m.topic == bridged_msg.response_topic)
+pd.DataFrame([
+    {"": "where the request goes", "MQTT": bridged_msg.topic, "HTTP": f"POST {bridge.url}"},
+    {"": "how the reply finds its way back", "MQTT": f"Response Topic {bridged_msg.response_topic}",
+     "HTTP": "the same TCP connection"},
+    {"": "which request it answers", "MQTT": f"Correlation Data {bridged_msg.correlation_data.hex()[:16]}…",
+     "HTTP": "the response to this request"},
+    {"": "delivery", "MQTT": f"QoS {bridged_msg.qos}, PUBACK; expires after {bridged_msg.message_expiry} s",
+     "HTTP": f"HTTP {http_response.status_code}, {http_response.headers['content-type']}"},
+    {"": "who answered", "MQTT": f"a2a-responder-agent-id={reply_msg.user_property(properties.RESPONDER_AGENT_ID)}",
+     "HTTP": "(not visible)"},
+])
+
+# %% [markdown]
+# The last row matters: the desk handed the ticket to an analyst (`analyst-2`: `analyst-1` has the
+# coordinator's ticket), and said so on the reply. The HTTP client never sees it; the bridge's
+# requester does, and its routing table now sends every follow-up of that task to the analyst
+# (lesson 05).
+
+# %%
+pd.DataFrame(bridge.requester.routing.rows())[["task_id", "card", "current", "reroutes"]]
+
+# %% [markdown]
+# ## Step 5. A stream: Server-Sent Events vs one MQTT message per event
+#
+# The HTTP client answers the analyst's question with a streamed `SendStreamingMessage` on the same
+# task (same `taskId` and `contextId`, new `messageId`). Over HTTP the stream is one response of type
+# `text/event-stream`: each event a `data:` line holding a complete JSON-RPC response. Over MQTT each
+# event was one PUBLISH to the bridge's reply topic with the request's Correlation Data.
+
+# %%
+answer = {"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage", "params": {"message": {
+    "role": "ROLE_USER", "messageId": "web-tck4821-m-2", "taskId": task_id, "contextId": "ctx-tck4821-web",
+    "parts": [{"text": REPRO_TEXT}]}}}
+sse = http.post(bridge.url, json=answer)
+events = [json.loads(line[6:]) for line in sse.text.splitlines() if line.startswith("data: ")]
+print(sse.headers["content-type"])
+print(sse.text.splitlines()[0][:110] + "…")
+print(len(events), "events, the last one:", events[-1]["result"]["statusUpdate"]["status"]["state"])
+
+# %% [markdown]
+# The MQTT side of the same stream, as the tap saw it: the continuation went straight to the
+# analyst's own request topic (the bridge followed the handover), and the analyst published one
+# reply message per event.
+
+# %%
+continuation = [m for m in seen if topics.parse_topic(m.topic).kind == "request"
+                and m.json()["method"] == "SendStreamingMessage"][-1]
+stream_msgs = [m for m in seen if m.topic == continuation.response_topic
+               and m.correlation_data == continuation.correlation_data]
+print("continuation published to:", continuation.topic)
+print("MQTT messages with its Correlation Data:", len(stream_msgs), "  SSE events:", len(events))
+print("same items, in order:", [m.json()["result"] for m in stream_msgs] == [e["result"] for e in events])
+
+# %% [markdown]
+# ## Step 6. The official A2A client, unchanged
+#
+# An HTTP client built for any A2A server works with the MQTT desk through the bridge. Here is the
+# official `a2a-sdk` client used as its documentation shows for an HTTP agent: resolve the card,
+# let the factory pick the JSON-RPC interface, send. The cell awaits the client's calls (a notebook
+# cell may use `await` directly).
+
+# %%
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
+
+async with httpx.AsyncClient(timeout=10) as sdk_http:
+    card = await A2ACardResolver(httpx_client=sdk_http, base_url=bridge.url).get_agent_card()
+    client = ClientFactory(ClientConfig(httpx_client=sdk_http)).create(card)
+    ticket = Message(role=Role.ROLE_USER, message_id="sdk-tck4821-m-1",
+                     parts=[Part(text=TICKET_TEXT + "\n" + REPRO_TEXT)])   # steps given: no pause this time
+    sdk_events = [event async for event in client.send_message(SendMessageRequest(message=ticket))]
+    sdk_task = await client.get_task(GetTaskRequest(id=sdk_events[0].task.id))
+
+print("the SDK chose:", card.supported_interfaces[0].protocol_binding, "at", card.supported_interfaces[0].url)
+print("stream events:", [event.WhichOneof("payload") for event in sdk_events])
+print("GetTask:      ", TaskState.Name(sdk_task.status.state), "with", len(sdk_task.artifacts), "artifact",
+      sdk_task.artifacts[0].artifact_id)
+
+# %% [markdown]
+# ## Step 7. What only MQTT gives
+#
+# The bridge shows A2A's bodies do not depend on the transport. The transports still differ, and
+# some things of this kit exist only on the MQTT side:
+#
+# | | over MQTT | through the HTTP bridge |
+# |---|---|---|
+# | finding agents | subscribe once to `$a2a/v1/discovery/acme/support/+`: every card, and every change | one URL per agent, asked when you want |
+# | presence | `a2a-status` on the retained card, the Last Will says `offline` when an agent dies | none: a card is served while the desk's retained card exists |
+# | handover | `a2a-responder-agent-id`: follow-ups go to the analyst's own topic | hidden in the bridge's routing table |
+# | pools | one pool topic, many members share the work | one URL, one agent |
+# | the way back | named in the request (Response Topic + Correlation Data): replies may go to another instance, arrive late, be matched anyway | the open connection: gone when it closes |
+#
+# The presence of the desk, which no HTTP client can see:
+
+# %%
+print("a2a-status:       ", card_msg.user_property(properties.STATUS))
+print("a2a-status-source:", card_msg.user_property(properties.STATUS_SOURCE))
+
+# %% [markdown]
+# ## Step 8. Clean up
+#
+# The bridge stops its HTTP server and ends any stream still open; then the agents stop.
+
+# %%
+http.close()
+bridge.stop()
+tap.close()
+desk.stop()
+print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+# %% [markdown]
+# ## Summary
+# - The bridge serves the desk's **retained card** at the **well-known URL**, with its own
+#   `JSONRPC` interface first and the MQTT one kept.
+# - The **JSON-RPC body** is the same on both bindings; the bridge adds the **`taskId`**, because
+#   over MQTT the requester names a new task.
+# - MQTT carries the way back in the request (**Response Topic + Correlation Data**), HTTP in the
+#   open connection; a stream is **one MQTT message per event**, or **Server-Sent Events** on one
+#   HTTP response.
+# - The official `a2a-sdk` client talks to the MQTT desk through the bridge unchanged.
+# - Handover routing, presence and pools stay on the MQTT side.
+#
+# ## What's next
+# Run the bridge from a terminal: `python -m a2a_nb serve ticket-desk` in one shell and
+# `python -m a2a_nb bridge ticket-desk` in another (both with the same `A2A_BROKER_URL`), then point
+# `curl` or any A2A HTTP tool at the URL it prints. Back to the start:
+# [00 · Start here](00-start-here.ipynb).
