@@ -106,9 +106,11 @@ print("  ".join(f"+{(e.mqtt.received_at - t0) * 1000:.0f} ms" for e in stream.ev
 #
 # Every item was a separate PUBLISH on the coordinator's reply topic carrying the **same**
 # Correlation Data: the one of the request. That is how the coordinator knows they all belong to
-# this stream (Streaming Reply Mapping, rules 1-2). The kit's agents also number the items of a
-# stream in the user property `a2a-stream-seq`, so a copy delivered twice (QoS 1 allows it) is
-# recognised and dropped.
+# this stream (Streaming Reply Mapping, rules 1-2). A copy delivered twice (QoS 1 allows it) is the
+# same PUBLISH again, byte for byte, so the coordinator drops an item whose payload it already has on
+# this Correlation Data. An agent that sends the very same payload twice on purpose (one chunk
+# appended twice) numbers the repeat in the user property `a2a-stream-seq`, so it is not taken for a
+# copy; no item of this stream repeats another.
 
 # %%
 def event_row(ev):
@@ -119,7 +121,6 @@ def event_row(ev):
         row.update({"artifact id": art["artifactId"], "append": ev.data.get("append", False),
                     "lastChunk": ev.data.get("lastChunk", False),
                     "parts": ", ".join("data" if "data" in p else "text" for p in art["parts"])})
-    row["a2a-stream-seq"] = ev.mqtt.user_property("a2a-stream-seq")
     row["Correlation Data"] = ev.mqtt.correlation_data.hex()[:12] + "…"
     return row
 
@@ -361,7 +362,7 @@ print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
 # %% [markdown]
 # ## Summary
 # - `SendStreamingMessage` over MQTT: every event is its own PUBLISH on the reply topic, with the
-#   request's Correlation Data; the kit numbers them (`a2a-stream-seq`) to drop duplicates.
+#   request's Correlation Data; a copy delivered twice is the same payload again and is dropped.
 # - A stream ends at a terminal state, at `input-required` / `auth-required`, or with a Message
 #   result; `lastChunk` only seals an artifact.
 # - Artifacts are aggregated by `artifactId` (`append` extends, no `append` creates or replaces,
