@@ -6,6 +6,9 @@ Conversation Patterns (Context Identifier Semantics 4); QoS Guidance 1.
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable, Optional
+
 from ..protocol import cards, jsonrpc, properties, topics
 from ..protocol.messages import task_ids_of
 from ..traffic.lint import SHOULD, validate_payload
@@ -91,6 +94,24 @@ def _no_reply(base: Sent) -> Outcome:
                           "(see correlation-text)", _sent(base), base.exchange.came_back())
 
 
+def answered(fn: Callable[[Sent], Outcome]) -> Callable[[ProbeRun], Outcome]:
+    """A check of the reply to the first SendMessage; not applicable when no reply echoed its Correlation Data."""
+    @functools.wraps(fn)
+    def check_reply(run: ProbeRun) -> Outcome:
+        base = run.baseline()
+        return _no_reply(base) if base.exchange.first is None else fn(base)
+    return check_reply
+
+
+def _named(base: Sent, which: int) -> list[Optional[str]]:
+    """The Task.id (``which`` 0) or contextId (1) each result of the first SendMessage names."""
+    return [task_ids_of(p, {})[which] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
+
+
+def _not_json(base: Sent) -> Outcome:
+    return failed(_sent(base), base.exchange.came_back(), "the reply is not a JSON-RPC 2.0 response object")
+
+
 @check("correlation-text", "reply-correlation", "a reply echoes text Correlation Data byte for byte")
 def correlation_text(run: ProbeRun) -> Outcome:
     base = run.baseline()
@@ -128,11 +149,11 @@ def reply_topic(run: ProbeRun) -> Outcome:
 
 
 @check("jsonrpc-id", "jsonrpc-id", "the JSON-RPC response carries the request's id")
-def jsonrpc_id(run: ProbeRun) -> Outcome:
-    base = run.baseline()
+@answered
+def jsonrpc_id(base: Sent) -> Outcome:
     response = base.exchange.response
     if response is None:
-        return _no_reply(base)
+        return _not_json(base)
     asked = jsonrpc.request_id_of(base.exchange.sent.payload)
     if response.get("id") == asked:
         return passed(_sent(base), f"id {asked!r}")
@@ -141,11 +162,9 @@ def jsonrpc_id(run: ProbeRun) -> Outcome:
 
 
 @check("task-id-echo", "task-id-stable", "the reply names the requester's Task.id (not one of its own)")
-def task_id_echo(run: ProbeRun) -> Outcome:
-    base = run.baseline()
-    if base.exchange.first is None:
-        return _no_reply(base)
-    named = [task_ids_of(p, {})[0] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
+@answered
+def task_id_echo(base: Sent) -> Outcome:
+    named = _named(base, 0)
     wrong = [t for t in named if t != base.task_id]
     if named and not wrong:
         return passed(_sent(base), f"Task.id {base.task_id[:8]}… echoed")
@@ -157,11 +176,9 @@ def task_id_echo(run: ProbeRun) -> Outcome:
 
 
 @check("context-echo", "context-id", "the reply echoes the requester's contextId")
-def context_echo(run: ProbeRun) -> Outcome:
-    base = run.baseline()
-    if base.exchange.first is None:
-        return _no_reply(base)
-    named = [task_ids_of(p, {})[1] for p in base.exchange.payloads if isinstance(p, dict) and "result" in p]
+@answered
+def context_echo(base: Sent) -> Outcome:
+    named = _named(base, 1)
     if named and all(c == base.context_id for c in named):
         return passed(_sent(base), f"contextId {base.context_id[:8]}… echoed")
     shown = named[0] if named else None
@@ -170,11 +187,11 @@ def context_echo(run: ProbeRun) -> Outcome:
 
 
 @check("result-schema", "a2a-schema", "the SendMessage result is a valid A2A v1.0 SendMessageResponse")
-def result_schema(run: ProbeRun) -> Outcome:
-    base = run.baseline()
+@answered
+def result_schema(base: Sent) -> Outcome:
     response = base.exchange.response
     if response is None:
-        return _no_reply(base)
+        return _not_json(base)
     if "error" in response:
         return failed(_sent(base), base.exchange.came_back(), "a well-formed SendMessage was answered with an error: "
                       f"{response['error']}")
@@ -188,10 +205,8 @@ def result_schema(run: ProbeRun) -> Outcome:
 
 
 @check("reply-qos", "qos1", "replies are published with QoS 1")
-def reply_qos(run: ProbeRun) -> Outcome:
-    base = run.baseline()
-    if base.exchange.first is None:
-        return _no_reply(base)
+@answered
+def reply_qos(base: Sent) -> Outcome:
     low = [m for m in base.exchange.correlated if m.qos < 1]
     if not low:
         return passed(_sent(base), "reply delivered with QoS 1 (subscribed with QoS 1)")

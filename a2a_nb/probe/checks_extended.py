@@ -10,6 +10,7 @@ from typing import Optional
 
 from ..protocol import cards, jsonrpc, messages, properties, states, topics
 from ..protocol.ids import IDENTIFIER_RE
+from .checks_tasks import NO_STREAMING
 from .rules import EXTENDED, Outcome, check, failed, not_applicable, passed
 from .runner import ANSWER_TEXT, ProbeRun
 
@@ -50,7 +51,7 @@ def pooled_responder_id(run: ProbeRun) -> Outcome:
        "Indicator 0 and their five user properties", conformance=EXTENDED)
 def binary_artifacts(run: ProbeRun) -> Outcome:
     if not run.streaming:
-        return not_applicable("the card says capabilities.streaming is false")
+        return not_applicable(NO_STREAMING)
     mode = ((properties.ARTIFACT_MODE, properties.MODE_BINARY),)
     first = run.send(run.message(), stream=True, extra_props=mode)
     sents = [first]

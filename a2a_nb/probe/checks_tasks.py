@@ -7,7 +7,8 @@ Task Handover 2-4; A2A v1.0 method semantics and error codes (a2a-v1-wire-notes)
 """
 from __future__ import annotations
 
-from typing import Optional
+import functools
+from typing import Callable
 
 from ..protocol import errors, jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
@@ -167,18 +168,22 @@ def _stream_sent(sents: list[Sent]) -> str:
     return f"SendStreamingMessage, new task {_short(sents[0].task_id)}{more}"
 
 
-def _streaming_only(run: ProbeRun) -> Optional[Outcome]:
-    if not run.streaming:
-        return not_applicable("the card says capabilities.streaming is false")
-    return None
+NO_STREAMING = "the card says capabilities.streaming is false"
+
+
+def streamed(fn: Callable[[ProbeRun, list[Sent]], Outcome]) -> Callable[[ProbeRun], Outcome]:
+    """A check of the shared stream (made once), not applicable when the card offers no streaming."""
+    @functools.wraps(fn)
+    def check_stream(run: ProbeRun) -> Outcome:
+        if not run.streaming:
+            return not_applicable(NO_STREAMING)
+        return fn(run, _stream(run))
+    return check_stream
 
 
 @check("stream-correlation", "reply-correlation", "every stream item echoes the request's Correlation Data")
-def stream_correlation(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
-    sents = _stream(run)
+@streamed
+def stream_correlation(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
         if s.exchange.first is None or s.exchange.stray:
             return failed(_stream_sent(sents), s.exchange.came_back(), "stream items must all echo the Correlation "
@@ -188,11 +193,8 @@ def stream_correlation(run: ProbeRun) -> Outcome:
 
 @check("stream-end", "stream-end", "a stream ends with a final item: a terminal or interrupted state, a Message, or "
        "an error", level=MUST, section="Streaming Reply Mapping (SendStreamingMessage) 5-7")
-def stream_end(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
-    sents = _stream(run)
+@streamed
+def stream_end(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
         if not any(_final(p) for p in s.exchange.payloads):
             return failed(_stream_sent(sents), s.exchange.came_back(), "the stream went quiet without a final item "
@@ -213,11 +215,8 @@ def _final(payload: object) -> bool:
 
 
 @check("after-stream-final", "after-stream-final", "nothing is published on a correlation after its final item")
-def after_stream_final(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
-    sents = _stream(run)
+@streamed
+def after_stream_final(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
         payloads = s.exchange.payloads
         ends = [i for i, p in enumerate(payloads) if _final(p)]
@@ -230,11 +229,8 @@ def after_stream_final(run: ProbeRun) -> Outcome:
 
 
 @check("stream-qos", "qos1", "stream items are published with QoS 1")
-def stream_qos(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
-    sents = _stream(run)
+@streamed
+def stream_qos(run: ProbeRun, sents: list[Sent]) -> Outcome:
     low = [m for s in sents for m in s.exchange.correlated if m.qos < 1]
     if low:
         return failed(_stream_sent(sents), f"{len(low)} item(s) with QoS 0", "stream items use QoS 1 so publishers "
@@ -243,11 +239,8 @@ def stream_qos(run: ProbeRun) -> Outcome:
 
 
 @check("stream-schema", "a2a-schema", "every stream item is a valid A2A v1.0 StreamResponse")
-def stream_schema(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
-    sents = _stream(run)
+@streamed
+def stream_schema(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
         for p in s.exchange.payloads:
             if isinstance(p, dict) and "result" in p:
@@ -260,11 +253,8 @@ def stream_schema(run: ProbeRun) -> Outcome:
 @check("stream-artifacts", "artifact-chunks", "artifact updates append only to an artifact already sent, and "
        "nothing follows its lastChunk", level=SHOULD,
        section="Streaming Reply Mapping (SendStreamingMessage) 3 (A2A TaskArtifactUpdateEvent)")
-def stream_artifacts(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
-    sents = _stream(run)
+@streamed
+def stream_artifacts(run: ProbeRun, sents: list[Sent]) -> Outcome:
     seen = ArtifactSet()
     count = 0
     for s in sents:
@@ -290,9 +280,8 @@ def stream_artifacts(run: ProbeRun) -> Outcome:
        "of a finished task it answers -32004", level=MUST,
        section="Streaming Reply Mapping (SendStreamingMessage) 1-2 (A2A v1.0 SubscribeToTask)")
 def subscribe_to_task(run: ProbeRun) -> Outcome:
-    skip = _streaming_only(run)
-    if skip:
-        return skip
+    if not run.streaming:
+        return not_applicable(NO_STREAMING)
     base = run.baseline()
     if base.exchange.first is None or base.state is None:
         return not_applicable("the first SendMessage got no usable reply (see correlation-text)")

@@ -63,10 +63,7 @@ class SketchAgent:
             version="0.1.0", org=org, unit=unit, agent=agent, streaming=True,
             skills=[cards.skill("echo", "Echo", "Answers with the text it got", tags=["echo", "example"])]) \
             if card else None
-        discovery = topics.discovery_topic(org, unit, agent)
-        will = MqttMessage(discovery, encode_json(self.card), qos=1, retain=True,
-                           user_properties=properties.presence_properties(properties.OFFLINE, properties.SOURCE_LWT)) \
-            if self.card else None
+        will = self._card_message(properties.OFFLINE, properties.SOURCE_LWT) if self.card else None
         self.helper = SketchAgent(f"{agent}-helper", org=org, unit=unit, broker=broker, card=False) \
             if mistakes.handover_without_property else None
         namespaces = ("",) if mistakes.reflect_response_topic else (topics.reply_namespace(org, unit),)
@@ -74,9 +71,12 @@ class SketchAgent:
         self.session = Session(org, unit, agent, broker=broker, will=will)
         self.session.subscribe(topics.request_topic(org, unit, agent), handler=self._on_request)
         if self.card is not None:
-            self.session.publish(MqttMessage(discovery, encode_json(self.card), qos=1, retain=True,
-                                             user_properties=properties.presence_properties(properties.ONLINE,
-                                                                                            properties.SOURCE_AGENT)))
+            self.session.publish(self._card_message(properties.ONLINE, properties.SOURCE_AGENT))
+
+    def _card_message(self, status: str, source: str) -> MqttMessage:
+        """The retained card with its presence (Profile: Discovery Topic, Presence and Liveness)."""
+        return MqttMessage(topics.discovery_topic(self.org, self.unit, self.agent), encode_json(self.card), qos=1,
+                           retain=True, user_properties=properties.presence_properties(status, source))
 
     # -- requests (paho's network thread) ----------------------------------------------------------------
     def _on_request(self, msg: MqttMessage) -> None:
@@ -166,12 +166,9 @@ class SketchAgent:
                                   lambda ack: None)
 
     def stop(self) -> None:
-        """Say offline on the card, then disconnect (and the helper, if there is one)."""
-        if self.card is not None:
-            self.session.publish(MqttMessage(topics.discovery_topic(self.org, self.unit, self.agent),
-                                             encode_json(self.card), qos=1, retain=True,
-                                             user_properties=properties.presence_properties(properties.OFFLINE,
-                                                                                            properties.SOURCE_AGENT)))
+        """Say offline on the card (while still connected), then disconnect (and the helper, if any)."""
+        if self.card is not None and not self.session.closed:
+            self.session.publish(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT))
         self.session.close()
         if self.helper is not None:
             self.helper.stop()

@@ -38,6 +38,15 @@ def _failed(report) -> dict[str, str]:
     return {r.rule: r.level for r in report.rows if r.verdict == FAIL}
 
 
+def probed(agent: SketchAgent, broker_url: str, via=run_probe):
+    """``via`` (``run_probe``: the report; ``probe``: its DataFrame) of ``agent`` at the Core level, with
+    short timeouts (the sketch answers at once); then the agent stops."""
+    try:
+        return via(agent.agent, unit=agent.unit, broker=broker_url, timeout=0.5)
+    finally:
+        agent.stop()
+
+
 @pytest.fixture(scope="module")
 def echo_report(broker_url):
     agent = Responder("echo", echo_handler, unit="probe-echo", card=echo_card(unit="probe-echo"), broker=broker_url,
@@ -122,11 +131,8 @@ def test_the_report_as_a_dataframe_and_junit(echo_report):
 ])
 def test_each_mistake_is_named_by_its_rule(broker_url, mistake, check, rule):
     unit = "probe-" + mistake.replace("_", "-")
-    agent = SketchAgent("sketch", unit=unit, broker=broker_url, mistakes=Mistakes(**{mistake: True}))
-    try:
-        report = run_probe("sketch", unit=unit, broker=broker_url, timeout=0.5)
-    finally:
-        agent.stop()
+    report = probed(SketchAgent("sketch", unit=unit, broker=broker_url, mistakes=Mistakes(**{mistake: True})),
+                    broker_url)
     row = next(r for r in report.rows if r.check == check)
     assert (row.verdict, row.rule) == (FAIL, rule), report.text()
     if row.level == MUST:
@@ -138,11 +144,7 @@ def test_each_mistake_is_named_by_its_rule(broker_url, mistake, check, rule):
 
 def test_a_sketch_without_mistakes_is_core_conformant(broker_url):
     """A second implementation, not built on the kit's Responder, passes too: the probe tests the profile."""
-    agent = SketchAgent("sketch", unit="probe-sketch", broker=broker_url)
-    try:
-        df = probe("sketch", unit="probe-sketch", broker=broker_url, timeout=0.5)
-    finally:
-        agent.stop()
+    df = probed(SketchAgent("sketch", unit="probe-sketch", broker=broker_url), broker_url, via=probe)
     assert FAIL not in set(df["verdict"]), df[df["verdict"] == FAIL].to_string()
     assert "Core conformant" in df.attrs["summary"]
 
@@ -170,22 +172,14 @@ class FragileSketch(SketchAgent):
 
 
 def test_rejecting_a_request_without_correlation_data_is_fine_too(broker_url):
-    agent = StrictSketch("sketch", unit="probe-strict", broker=broker_url)
-    try:
-        report = run_probe("sketch", unit="probe-strict", broker=broker_url, timeout=0.5)
-    finally:
-        agent.stop()
+    report = probed(StrictSketch("sketch", unit="probe-strict", broker=broker_url), broker_url)
     row = next(r for r in report.rows if r.check == "no-reply-path")
     assert row.verdict == PASS and "error -32005 (transport_protocol_error)" in row.received
     assert report.core_conformant and not _failed(report), report.text()
 
 
 def test_an_agent_that_goes_silent_fails_there_and_the_rest_is_skipped(broker_url):
-    agent = FragileSketch("sketch", unit="probe-fragile", broker=broker_url)
-    try:
-        report = run_probe("sketch", unit="probe-fragile", broker=broker_url, timeout=0.5)
-    finally:
-        agent.session.close()
+    report = probed(FragileSketch("sketch", unit="probe-fragile", broker=broker_url), broker_url)
     verdicts = {r.check: r.verdict for r in report.rows}
     assert verdicts["parse-error"] == FAIL
     assert "no longer answers" in next(r.remark for r in report.rows if r.check == "parse-error")
