@@ -15,7 +15,10 @@ import uuid
 import httpx
 import pytest
 
+from a2a_nb.agents import Responder
+from a2a_nb.agents.auth import LocalIssuer
 from a2a_nb.bridge import Bridge
+from a2a_nb.mqtt.secure import SecureBroker
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import cards, topics
 from a2a_nb.protocol.packet import MqttMessage, encode_json
@@ -223,3 +226,30 @@ def test_a_bearer_token_never_travels_over_plain_mqtt(broker_url, unit, bridge):
     assert "TLS" in error["message"] and SECRET not in r.text
     time.sleep(0.2)
     assert not [m for m in seen if m.topic.startswith("$a2a/v1/request/")], "nothing was published"
+
+
+def test_over_tls_the_token_is_checked_by_the_agent_and_never_comes_back():
+    """The real path: a secure broker (TLS, a login per agent), a responder that checks bearer tokens,
+    the bridge passing each HTTP caller's token on. A good token is served, a bad one refused by the
+    agent (-32600 UNAUTHENTICATED, as HTTP 200 JSON-RPC error), and neither appears in a response."""
+    issuer, audience = LocalIssuer(), f"{ORG}/support/vault"
+    good, forged = issuer.token(audience, ["tickets:analyze"]), LocalIssuer().token(audience, ["tickets:analyze"])
+    card = cards.agent_card(name="Vault", description="answers token holders only", version="1", org=ORG,
+                            unit="support", agent="vault", skills=[cards.skill("x", "X", "secrets", ["test"])])
+    with SecureBroker(cast=("vault", "bridge"), pools={}, observers=()) as secure:
+        vault = Responder("vault", lambda ctx: ctx.complete(f"opened for {ctx.text}"), card=card,
+                          broker=secure.credentials("vault"), auth=issuer.policy(audience, ["tickets:analyze"]))
+        try:
+            with Bridge("vault", broker=secure.credentials("bridge")) as bridge:
+                ok = rpc(bridge.url, "SendMessage", send_params("TCK-4821"), headers={"Authorization": f"Bearer {good}"})
+                refused = rpc(bridge.url, "SendMessage", send_params("TCK-4821"),
+                              headers={"Authorization": f"Bearer {forged}"})
+                anonymous = rpc(bridge.url, "SendMessage", send_params("TCK-4821"))
+        finally:
+            vault.stop()
+    assert ok.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    for r in (refused, anonymous):
+        error = r.json()["error"]
+        assert r.status_code == 200 and error["code"] == -32600 and error["data"][0]["reason"] == "UNAUTHENTICATED"
+    for r in (ok, refused, anonymous):
+        assert good not in r.text and forged not in r.text and good not in str(r.headers)
