@@ -47,11 +47,11 @@ def kit_round_trip(url: str, n: int = 1000, warmup: int = 50) -> dict:
 
 
 def kit_stream_rate(url: str, n: int = 5000) -> dict:
-    chunk = "x" * 120
-
+    """A stream of ``n`` items: 120-character chunks that differ, as real output does (a chunk repeating
+    an earlier one byte for byte would carry ``a2a-stream-seq``, see ``protocol/streams.py``)."""
     def firehose(ctx):
         for i in range(n - 2):
-            ctx.artifact("bulk", chunk, append=i > 0)
+            ctx.artifact("bulk", f"chunk {i:06d} ".ljust(120, "x"), append=i > 0)
         ctx.complete("done")
 
     src = Responder("bench-stream", firehose, org="bench", unit="kit", broker=url)
