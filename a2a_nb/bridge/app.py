@@ -14,6 +14,7 @@ one's time (the Requester's retry profile). The ``Authorization`` header goes on
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -84,6 +85,7 @@ class BridgeApp:
         self.stats = BridgeStats()
         self.open_streams: set[OpenStream] = set()
         self.closing = False
+        self._lock = threading.Lock()  # streams are counted on the event loop and closed by stop()
         self._unary_threads = anyio.CapacityLimiter(max_requests)
         self._stream_threads = anyio.CapacityLimiter(max_streams)
         self.app = Starlette(routes=[Route(WELL_KNOWN_PATH, self.card, methods=["GET"]),
@@ -102,16 +104,16 @@ class BridgeApp:
 
     async def rpc(self, request: Request) -> Response:
         self.stats.requests += 1
-        request_id: jsonrpc.RequestId = None
+        body = b""
         try:
             body = await read_body(request, self.max_body_bytes)
-            request_id = jsonrpc.request_id_of(body)
             obj = jsonrpc.parse_request(body)
             method, params = jsonrpc.check_method(obj["method"]), obj.get("params") or {}
             check_version(request.headers.get(VERSION_HEADER))
             token = bearer_token(request.headers.get("authorization"))
         except A2AError as exc:
-            return rpc_error(request_id, exc)
+            return rpc_error(jsonrpc.request_id_of(body), exc)
+        request_id = obj.get("id")
         if method in STREAMING_METHODS:
             return await self._stream(request_id, method, params, token)
         return await self._unary(request_id, method, params, token)
@@ -132,19 +134,23 @@ class BridgeApp:
 
     async def _stream(self, request_id: jsonrpc.RequestId, method: str, params: dict[str, Any],
                       token: Optional[str]) -> Response:
-        if self.stats.streams_open >= self.max_streams:
-            return self._busy(request_id, f"{self.max_streams} streams open")
-        self.stats.streams_open += 1
+        with self._lock:
+            if self.stats.streams_open >= self.max_streams:
+                return self._busy(request_id, f"{self.max_streams} streams open")
+            self.stats.streams_open += 1
         try:
             stream, first = await anyio.to_thread.run_sync(self.forwarder.open_stream, method, params, token,
                                                            limiter=self._stream_threads)
         except Exception as exc:  # noqa: BLE001 - an error before the first item: a plain JSON-RPC error
-            self.stats.streams_open -= 1
+            with self._lock:
+                self.stats.streams_open -= 1
             return rpc_error(request_id, as_error(exc, self.agent))
-        self.stats.streams_opened += 1
         opened = OpenStream(stream, lambda: self._stream_closed(opened))
-        self.open_streams.add(opened)
-        if self.closing:  # opened while the bridge stops: its first item, then the end
+        with self._lock:
+            self.stats.streams_opened += 1
+            self.open_streams.add(opened)
+            closing = self.closing
+        if closing:  # opened while the bridge stops: its first item, then the end
             opened.close()
         # the background task runs after the response, also when the client left mid-stream
         return StreamingResponse(relay(opened, first, request_id, self.agent, self._stream_threads),
@@ -152,10 +158,11 @@ class BridgeApp:
                                  background=BackgroundTask(opened.close))
 
     def _stream_closed(self, opened: OpenStream) -> None:
-        self.open_streams.discard(opened)
-        self.stats.streams_open -= 1
-        if not opened.finished:
-            self.stats.streams_cut += 1
+        with self._lock:
+            self.open_streams.discard(opened)
+            self.stats.streams_open -= 1
+            if not opened.finished:
+                self.stats.streams_cut += 1
 
     def _busy(self, request_id: jsonrpc.RequestId, what: str) -> JSONResponse:
         self.stats.refused += 1
@@ -165,7 +172,9 @@ class BridgeApp:
     def close_streams(self) -> None:
         """End every open stream, and each one opened from now on (the bridge stops): their HTTP
         responses finish at once instead of holding the server's shutdown."""
-        self.closing = True
-        for opened in list(self.open_streams):
+        with self._lock:
+            self.closing = True
+            streams = list(self.open_streams)
+        for opened in streams:
             opened.close()
 

@@ -16,6 +16,9 @@ The bridge is an HTTP *server* in front of an MQTT *requester*, so two bindings'
 * **Errors** are JSON-RPC errors: the agent's pass through unchanged; the bridge's own failures
   (no reply, a lost broker, a reply that breaks the profile) are mapped by :func:`as_error`.
 
+The requester's public calls carry what the kit's agents read: a message, ``returnImmediately`` and
+``historyLength`` for SendMessage, the filters and paging of ListTasks. Other optional fields
+(``acceptedOutputModes``, request ``metadata``, ListTasks ``includeArtifacts``) are not passed on.
 Everything here blocks (the Requester's calls do); the HTTP app runs it on worker threads.
 """
 from __future__ import annotations
@@ -33,7 +36,6 @@ from ..protocol.inbound import check_params
 
 log = logging.getLogger(__name__)
 
-UNARY_METHODS = (jsonrpc.SEND_MESSAGE, jsonrpc.GET_TASK, jsonrpc.CANCEL_TASK, jsonrpc.LIST_TASKS)
 STREAMING_METHODS = (jsonrpc.SEND_STREAMING_MESSAGE, jsonrpc.SUBSCRIBE_TO_TASK)
 
 
