@@ -23,6 +23,9 @@ def register(sub) -> None:
                    help="core (default) or extended (also pools and native binary artifacts)")
     p.add_argument("--pool", default=None, metavar="NAME", help="a pool the agent serves (pooled-reply check)")
     p.add_argument("--token", default=None, help="bearer token sent with every request (mqtts:// brokers only)")
+    p.add_argument("--as", dest="probe_as", default=None, metavar="AGENT",
+                   help="the probe's own agent_id (default probe-<random>); on `broker --secure`, an agent with a "
+                        "login in A2A_BROKER_CREDENTIALS, such as cli")
     p.add_argument("--timeout", type=positive_seconds, default=1.0,
                    help="seconds each check waits for a reply (default 1)")
     p.add_argument("--json", action="store_true", help="print the report as JSON (instead of text)")
@@ -39,7 +42,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         raise UsageError(f"--junit {args.junit} is a folder; give a file name such as {Path(args.junit) / 'probe.xml'}")
     try:
         report = run_probe(args.agent, org=args.org, unit=args.unit, broker=args.broker, level=args.level,
-                           pool=args.pool, token=args.token, timeout=args.timeout)
+                           pool=args.pool, token=args.token, timeout=args.timeout, probe_as=args.probe_as)
     except ProbeError as exc:
         hint = exc.hint
         if not args.broker and not os.environ.get(ENV_URL):

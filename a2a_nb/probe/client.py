@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import queue
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
@@ -38,6 +39,8 @@ class Exchange:
     replies: list[MqttMessage] = field(default_factory=list)
     waited_s: float = 0.0
     """How long the probe would wait for a reply (its timeout)."""
+    refused: str = ""
+    """Why the broker did not take the request (a PUBACK failure code), else empty."""
     elapsed_s: float = 0.0
 
     @property
@@ -90,6 +93,8 @@ class Exchange:
 
     def came_back(self) -> str:
         """What came back, in one line, for the report's "received" column."""
+        if self.refused:
+            return self.refused
         if not self.replies:
             return f"nothing within {self.waited_s:g} s"
         parts = [describe_reply(r) for r in self.correlated[:3]]
@@ -162,6 +167,7 @@ class ProbeClient:
         """Everything the probe sent and received, in order (``sent`` holds the positions of its own)."""
         self.sent: set[int] = set()
         self._waiting: dict[str, "queue.SimpleQueue[MqttMessage]"] = {}
+        self._lock = threading.Lock()
         self.session = Session(org, unit, self.agent, broker=broker)
         self.session.subscribe(topics.reply_filter(org, unit, self.agent), handler=self._on_message)
         self.side_topic = topics.event_topic(org, unit, self.agent)
@@ -170,10 +176,16 @@ class ProbeClient:
 
     # -- intake (network thread) -----------------------------------------------------------------------
     def _on_message(self, msg: MqttMessage) -> None:
-        self.traffic.append(msg)
+        self._keep(msg)
         waiting = self._waiting.get(msg.topic)
         if waiting is not None:
             waiting.put(msg)
+
+    def _keep(self, msg: MqttMessage, sent_by_probe: bool = False) -> None:
+        with self._lock:  # the network thread appends too: the position must be the message's own
+            if sent_by_probe:
+                self.sent.add(len(self.traffic))
+            self.traffic.append(msg)
 
     # -- building requests ------------------------------------------------------------------------------
     def new_reply_topic(self) -> str:
@@ -196,9 +208,9 @@ class ProbeClient:
 
         ``correlation=b""`` / ``response_topic=""`` mean "a fresh one" (the probe's usual hex text and
         its own new reply topic); None leaves the property out. ``until``: ``FIRST`` stops at the first
-        reply (correlated or not: the topic is this request's own), ``FINAL`` at a stream-final item (then listens ``grace`` longer, to catch
-        anything published after it) or after ``timeout`` of silence. Replies naming ``a2a-responder-agent-id`` update the routing
-        of ``task_id``.
+        reply (correlated or not: the topic is this request's own), ``FINAL`` at a stream-final item
+        (then listens ``grace`` longer, to catch anything published after it) or after ``timeout`` of
+        silence. Replies naming ``a2a-responder-agent-id`` update the routing of ``task_id``.
         """
         wait = self.timeout if timeout is None else timeout
         reply_topic = self.new_reply_topic() if response_topic == "" else response_topic
@@ -209,12 +221,14 @@ class ProbeClient:
         listen_on = reply_topic or ""
         self._waiting[listen_on] = inbox
         started = time.monotonic()
-        self.sent.add(len(self.traffic))
-        self.traffic.append(replace(sent, received_at=time.time()))
-        self.session.publish(sent, timeout=max(wait, 1.0))
+        self._keep(replace(sent, received_at=time.time()), sent_by_probe=True)
         ex = Exchange(sent, waited_s=wait)
         try:
-            self._collect(ex, inbox, until, wait)
+            ack = self.session.publish(sent, timeout=max(wait, 1.0))
+            if ack.accepted:
+                self._collect(ex, inbox, until, wait)
+            else:
+                ex.refused = f"the broker refused the request (PUBACK {ack.reason_code} {ack.reason})"
         finally:
             self._waiting.pop(listen_on, None)
         ex.elapsed_s = time.monotonic() - started

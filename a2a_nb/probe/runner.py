@@ -255,22 +255,30 @@ def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMe
 
 def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
               broker: Union[str, BrokerEndpoint, None] = None, level: str = "core", pool: Optional[str] = None,
-              token: Optional[str] = None, timeout: float = 1.0) -> ProbeReport:
+              token: Optional[str] = None, timeout: float = 1.0, probe_as: Optional[str] = None) -> ProbeReport:
     """Probe ``agent`` live and return the report (one row per check).
 
     ``level``: ``core`` (Core conformance) or ``extended`` (also pools, native binary artifacts).
     ``pool``: a pool the agent serves (for the pooled-reply check). ``token``: a bearer token to
     send with every request (only over TLS). ``timeout``: seconds each check waits for a reply.
+    ``probe_as``: the probe's own agent_id (default ``probe-`` and 8 random hex digits), e.g. an
+    agent with a login on a broker where every client logs in as itself (``broker --secure``).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     started = time.monotonic()
-    client = ProbeClient(org, unit, broker=broker, timeout=timeout)
+    client = ProbeClient(org, unit, broker=broker, timeout=timeout, agent=probe_as)
     try:
         if token and not client.session.endpoint.tls:
             raise ProbeError("a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT "
                              "User Properties 5)", "probe over an mqtts:// broker URL")
         card, card_msg = discover(client, agent, wait=max(timeout, 1.0))
+        if card.get("securityRequirements") and not token:
+            schemes = sorted({name for req in card["securityRequirements"] if isinstance(req, dict)
+                              for name in (req.get("schemes") or {})})
+            raise ProbeError(f"the card of {agent} asks for a bearer token on every request (securityRequirements: "
+                             f"{', '.join(schemes)}); without one every check would only see the refusal",
+                             "give --token TOKEN (an access token for this agent), over an mqtts:// broker")
         run = ProbeRun(client, agent, card, card_msg, level, pool, token)
         rows = [_run_check(run, c) for c in rules.CHECKS if level == "extended" or c.conformance == rules.CORE]
         rows += lint_rows(run, rows)

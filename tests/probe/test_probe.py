@@ -17,17 +17,19 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from a2a_nb.agents.auth import BearerPolicy, LocalIssuer
 from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.cli import main
 from a2a_nb.mqtt.broker import ENV_URL
+from a2a_nb.mqtt.secure import SecureBroker
 from a2a_nb.probe import CHECKS, ProbeError, probe, run_probe
 from a2a_nb.probe.examples import Mistakes, SketchAgent, careless_agent
 from a2a_nb.probe.report import COLUMNS
 from a2a_nb.probe.rules import CORE, FAIL, MUST, NOT_APPLICABLE, PASS, SHOULD, SKIPPED
-from a2a_nb.protocol import errors, jsonrpc
+from a2a_nb.protocol import cards, errors, jsonrpc
 from a2a_nb.protocol.jsonrpc import PARAMS_TYPE
 from a2a_nb.protocol.packet import MqttMessage, encode_json
-from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
+from a2a_nb.story.cast import TicketDesk, desk_card, echo_card, echo_handler
 from tests.sdk_check import assert_valid
 
 CORE_BUDGET_S = 10.0
@@ -216,3 +218,32 @@ def test_cli_json_and_junit_exit_1_on_a_must_failure(broker_url, tmp_path):
     suite = ET.parse(junit).getroot()
     assert int(suite.get("tests")) == len(report["checks"]) and int(suite.get("failures")) == len(
         [c for c in report["checks"] if c["verdict"] == FAIL])
+
+
+def test_a_desk_that_checks_bearer_tokens_over_tls():
+    """On a broker where every client logs in as itself, the probe logs in as `cli` and sends the
+    token the desk's card asks for: the desk passes, and the token never comes back."""
+    plain = desk_card()
+    card = cards.agent_card(
+        name=plain["name"], description=plain["description"], version="1.0.0", org="acme", unit="support",
+        agent="ticket-desk", skills=plain["skills"],
+        security_schemes={"acme-oauth": cards.oauth2_scheme("https://auth.acme.example/token", {"tickets.analyze": "x"})},
+        security_requirements=[cards.requirement("acme-oauth", ["tickets.analyze"])])
+    issuer = LocalIssuer(issuer="https://auth.acme.example", kid="probe-test")
+    policy = BearerPolicy.from_card(card, issuer=issuer.issuer, audience="acme/support/ticket-desk",
+                                    key=issuer.public_key)
+    token = issuer.token("acme/support/ticket-desk", ["tickets.analyze"], subject="acme/support/cli")
+    with SecureBroker(cast=("cli", "ticket-desk"), pools={}) as broker:
+        desk = Responder("ticket-desk", lambda ctx: "done", card=card, broker=broker.credentials("ticket-desk"),
+                         auth=policy)
+        login = broker.credentials("cli")
+        try:
+            with pytest.raises(ProbeError, match="asks for a bearer token"):
+                run_probe("ticket-desk", broker=login, probe_as="cli")
+            report = run_probe("ticket-desk", broker=login, probe_as="cli", token=token)
+        finally:
+            desk.stop()
+    assert report.core_conformant and not _failed(report), report.text()
+    row = next(r for r in report.rows if r.check == "no-bearer-echo")
+    assert row.verdict == PASS and "Bearer" in row.sent
+    assert not any(token in json.dumps(rec) for rec in report.traffic)  # records redact it, replies never had it
