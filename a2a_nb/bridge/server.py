@@ -5,7 +5,8 @@ endpoint at ``http://127.0.0.1:PORT/`` until the block ends. Underneath: one Req
 ID ``{org}/{unit}/bridge``, its reply topic subscribed once) that every HTTP client shares, and
 uvicorn running the Starlette app on a thread of its own. Start and stop are bounded: ``start``
 gives up after ``start_timeout_s``, ``stop`` ends the open streams, then the server (its graceful
-shutdown limited to ``STOP_GRACE_S``), then the MQTT session.
+shutdown limited to ``STOP_GRACE_S``), then the MQTT session. Whatever closes that session
+(``a2a_nb.stop_all()``, a new bridge taking over its Client ID) stops the HTTP server as well.
 
 Tasks over MQTT belong to their requester (the kit's rule): every task made through one bridge is
 the bridge's, so its HTTP clients see each other's tasks unless the agent checks bearer tokens,
@@ -86,6 +87,9 @@ class Bridge:
         self.requester = Requester(self._as_agent, org=self.org, unit=self.unit, broker=self._broker,
                                    retry=self._retry, seed=self._seed,
                                    allow_token_without_tls=self.allow_token_without_tls)
+        # the HTTP side ends with the MQTT session: `a2a_nb.stop_all()`, a re-run cell whose new bridge
+        # takes over the Client ID, or the program's exit stop the server too
+        self.requester.session.on_close = self._stop_http
         try:
             cards = CardWatch(self.requester.session, self.org, self.unit, self.agent)
             if cards.wait(self.card_wait_s) is None:
@@ -117,17 +121,22 @@ class Bridge:
 
     def stop(self) -> None:
         """End the open streams, the HTTP server and the MQTT session (bounded; safe to repeat)."""
-        if self.http is not None:
-            self.http.close_streams()
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(STOP_GRACE_S + 1)
-            if self._thread.is_alive():
-                self._server.force_exit = True
-                self._thread.join(1)
-        self._server = self._thread = None
+        self._stop_http()
         if self.requester is not None:
             self.requester.close()
+
+    def _stop_http(self) -> None:
+        """End the open streams, then the server: its graceful shutdown waits at most ``STOP_GRACE_S``."""
+        if self.http is not None:
+            self.http.close_streams()
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is not None and thread is not None:
+            server.should_exit = True
+            thread.join(STOP_GRACE_S + 1)
+            if thread.is_alive():
+                server.force_exit = True
+                thread.join(1)
 
     def __enter__(self) -> "Bridge":
         return self.start()

@@ -253,3 +253,16 @@ def test_over_tls_the_token_is_checked_by_the_agent_and_never_comes_back():
         assert r.status_code == 200 and error["code"] == -32600 and error["data"][0]["reason"] == "UNAUTHENTICATED"
     for r in (ok, refused, anonymous):
         assert good not in r.text and forged not in r.text and good not in str(r.headers)
+
+
+def test_stop_all_stops_the_bridge_with_its_mqtt_session(broker_url, unit, desk):
+    """A lesson ends with ``a2a_nb.stop_all()``: the bridge's HTTP server goes with its MQTT session."""
+    import a2a_nb
+
+    bridge = Bridge("ticket-desk", org=ORG, unit=unit, broker=broker_url).start()
+    assert httpx.get(bridge.card_url, timeout=5).status_code == 200
+    a2a_nb.stop_all()
+    assert not bridge.running
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(bridge.card_url, timeout=5)
+    bridge.stop()  # still safe
