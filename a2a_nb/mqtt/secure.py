@@ -72,11 +72,11 @@ DESK_ANALYSTS: tuple[str, ...] = ("analyst-1", "analyst-2", "analyst-3", "analys
 they agree): pre-issued, so a desk served in another shell logs each analyst in as itself."""
 
 CAST: tuple[str, ...] = (
-    "ticket-desk", *DESK_ANALYSTS, "coordinator", "coordinator-discovery", "discovery", "echo", "cli",
+    "ticket-desk", *DESK_ANALYSTS, "coordinator", "coordinator-discovery", "discovery", "echo", "cli", "bridge",
     "analyst-analysts-1", "analyst-analysts-2", "analyst-analysts-3", "analyst-analysts-4",
 )
 """Agents of the story that get credentials at start (any other agent: ``credentials(agent)``);
-``cli`` is ``python -m a2a_nb send``."""
+``cli`` is ``python -m a2a_nb send``, ``bridge`` is ``python -m a2a_nb bridge``."""
 
 POOLS: Mapping[str, tuple[str, ...]] = {
     "analysts": ("analyst-analysts-1", "analyst-analysts-2", "analyst-analysts-3", "analyst-analysts-4"),
