@@ -116,6 +116,7 @@ def test_a_silent_agent_is_responder_unavailable_and_a_full_bridge_says_503(brok
     card = cards.agent_card(name="Ghost", description="never answers", version="1", org=ORG, unit=unit,
                             agent="ghost", skills=[cards.skill("x", "X", "nothing", ["test"])])
     s.publish(MqttMessage(topics.discovery_topic(ORG, unit, "ghost"), encode_json(card), qos=1, retain=True))
+    seen = observe(broker_url, unit)
     with Bridge("ghost", org=ORG, unit=unit, broker=broker_url, retry=SHORT, max_requests=1) as bridge:
         first: dict = {}
         waiting = threading.Thread(target=lambda: first.update(r=rpc(bridge.url, "SendMessage", send_params())))
@@ -131,6 +132,11 @@ def test_a_silent_agent_is_responder_unavailable_and_a_full_bridge_says_503(brok
         assert "ghost did not answer" in error["message"]
         assert time.monotonic() - t0 < 5, "two attempts of 0.5 s, then the answer"
         assert bridge.stats.refused == 1 and bridge.stats.in_progress == 0
+    # the requester's retry profile: the same Task.id again, with fresh Correlation Data each time
+    sends = [m for m in seen if m.topic == topics.request_topic(ORG, unit, "ghost") and m.json()["method"] == "SendMessage"]
+    assert len(sends) == SHORT.max_attempts
+    assert len({m.json()["params"]["message"]["taskId"] for m in sends}) == 1
+    assert len({m.correlation_data for m in sends}) == SHORT.max_attempts
 
 
 # -- streams -------------------------------------------------------------------------------------------
