@@ -73,6 +73,12 @@ def card_interface(run: ProbeRun) -> Outcome:
     named = cards.request_topic_of(run.card)
     if named == run.request_topic:
         return passed(_subscribed(run), f"MQTT interface {named}")
+    mqtt = [i for i in run.card.get("supportedInterfaces") or []
+            if isinstance(i, dict) and cards.is_mqtt_binding(i.get("protocolBinding"))]
+    if named is None and mqtt:
+        return passed(_subscribed(run), f"MQTT interface {mqtt[0].get('url')!r} ({mqtt[0].get('protocolBinding')})",
+                      interop="the MQTT interface's url names no request topic; requesters take the Topic Model's "
+                              f"direct topic {run.request_topic}")
     if named is None:
         return failed(_subscribed(run), "no MQTT entry in supportedInterfaces",
                       "requesters that select an interface by protocolBinding find no MQTT entry; the probe "
@@ -195,7 +201,13 @@ def result_schema(base: Sent) -> Outcome:
     if "error" in response:
         return failed(_sent(base), base.exchange.came_back(), "a well-formed SendMessage was answered with an error: "
                       f"{response['error']}")
-    bad = validate_payload("SendMessageResponse", response.get("result"))
+    result = response.get("result")
+    if isinstance(result, dict) and ("statusUpdate" in result or "artifactUpdate" in result):
+        return failed(_sent(base), base.exchange.came_back(), "SendMessage was answered with stream items (status or "
+                      "artifact updates): its result is one SendMessageResponse, a Task or a Message; stream items "
+                      "answer SendStreamingMessage", interop="a v1.0 requester reads the first reply as the whole "
+                      "answer and drops the rest")
+    bad = validate_payload("SendMessageResponse", result)
     if bad:
         return failed(_sent(base), "an invalid SendMessageResponse", bad)
     kind = "Message" if "message" in (response.get("result") or {}) else "Task"

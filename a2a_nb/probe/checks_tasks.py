@@ -13,6 +13,7 @@ from typing import Callable
 from ..protocol import errors, jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.ids import IDENTIFIER_RE
+from ..protocol.messages import task_ids_of
 from ..protocol.streams import ends_stream
 from ..traffic.lint import SHOULD, validate_payload
 from .client import FINAL, Exchange
@@ -63,12 +64,12 @@ def idempotent_resend(run: ProbeRun) -> Outcome:
                       "the task must return its state (it must recognise the retry by Task.id and messageId)")
     result = ex.result if isinstance(ex.result, dict) else {}
     task = task_in(ex.response)
-    named = task["id"] if task else (result.get("message") or {}).get("taskId")
+    named = task_ids_of(ex.response, {})[0]
     if named != base.task_id:
         return failed(sent, ex.came_back(), f"the resend names task {named!r}, not {base.task_id!r}: a duplicate task")
-    first_kind = "message" if isinstance((base.exchange.result or {}).get("message"), dict) else "task"
-    interop = (f"the first answer was a {first_kind.capitalize()}, the resend got a {'Task' if task else 'Message'}"
-               if (task is not None) != (first_kind == "task") else "")
+    first_kind, again_kind = _kind(base.exchange.result), _kind(ex.result)
+    interop = (f"the first answer was {first_kind}, the resend's is {again_kind}: a requester that reads one kind "
+               "of answer misses the other") if first_kind != again_kind else ""
     if task is not None:
         ran = sum(1 for m in task.get("history") or [] if m.get("messageId") == base.message["messageId"])
         if ran > 1:
@@ -80,6 +81,17 @@ def idempotent_resend(run: ProbeRun) -> Outcome:
         return passed(sent, ex.came_back(), interop=interop)
     return passed(sent, ex.came_back(), "answered with a new Message: from outside the probe cannot tell whether "
                   "the work ran twice", interop=interop)
+
+
+def _kind(result: object) -> str:
+    """What a result is: Task, Message, statusUpdate, artifactUpdate (or "result")."""
+    if messages.is_task(result) or isinstance(result, dict) and "task" in result:
+        return "Task"
+    if isinstance(result, dict):
+        for kind in ("message", "statusUpdate", "artifactUpdate"):
+            if kind in result:
+                return "Message" if kind == "message" else kind
+    return "result"
 
 
 def _get_base(run: ProbeRun) -> Exchange:
@@ -99,6 +111,9 @@ def get_task(run: ProbeRun) -> Outcome:
     sent = f"GetTask {_short(base.task_id)} to {run.client.topic_for(run.agent, base.task_id).rsplit('/', 1)[1]}"
     if ex.first is None:
         return failed(sent, ex.came_back(), "no reply to GetTask")
+    if ex.error is not None and ex.error_code != errors.TASK_NOT_FOUND:
+        return failed(sent, ex.came_back(), "GetTask is an A2A v1.0 method: answer it with the Task (Request/Reply "
+                      "Mapping 8: requesters use the same Task.id for GetTask, CancelTask and subscriptions)")
     task = ex.result if messages.is_task(ex.result) else None
     if task is None:
         return failed(sent, ex.came_back(), "the agent answered this task, but GetTask does not return it: responders "
@@ -292,6 +307,9 @@ def subscribe_to_task(run: ProbeRun) -> Outcome:
         return expect_error(sent, ex, errors.UNSUPPORTED_OPERATION, "there is nothing left to subscribe to")
     if ex.first is None:
         return failed(sent, ex.came_back(), "no reply to SubscribeToTask")
+    if ex.error is not None:
+        return failed(sent, ex.came_back(), "SubscribeToTask (an A2A v1.0 method) of an unfinished task streams it, "
+                      "starting with its snapshot")
     first = ex.result if isinstance(ex.result, dict) else {}
     if not isinstance(first.get("task"), dict) or first["task"].get("id") != base.task_id:
         return failed(sent, ex.came_back(), "the first item of SubscribeToTask is the task's snapshot "
@@ -347,8 +365,7 @@ def new_turn(run: ProbeRun) -> Outcome:
     if ex.error is not None:
         return failed(sent, ex.came_back(), "a new task in an existing context is a new turn of the conversation "
                       "(Interaction Patterns 2): accept it")
-    task = task_in(ex.response)
-    ctx = task.get("contextId") if task else ((ex.result or {}).get("message") or {}).get("contextId")
+    ctx = task_ids_of(ex.response, {})[1]
     if ctx != base.context_id:
         return failed(sent, ex.came_back(), f"the reply has contextId {ctx!r}: responders echo the requester's contextId")
     return passed(sent, ex.came_back())
@@ -367,10 +384,12 @@ def cancel_task(run: ProbeRun) -> Outcome:
     what = f"SendMessage returnImmediately, then CancelTask {_short(sent.task_id)} ({sent.state})"
     if ex.error is not None and ex.error.get("code") == errors.TASK_NOT_CANCELABLE:
         return not_applicable("the task finished before the cancel arrived", what, ex.came_back())
-    state = state_in(ex.response)
-    if state == states.CANCELED:
+    if messages.is_task(ex.result) and state_in(ex.response) == states.CANCELED:
         return passed(what, ex.came_back())
-    return failed(what, ex.came_back(), "CancelTask of an unfinished task returns the Task, canceled")
+    if ex.first is None:
+        return failed(what, ex.came_back(), "no correlated reply to CancelTask: answer it with the Task, canceled")
+    return failed(what, ex.came_back(), "CancelTask (the A2A v1.0 method) of an unfinished task returns the Task, "
+                  "canceled")
 
 
 @check("cancel-terminal", "task-not-cancelable", "CancelTask of a finished task answers -32002", level=MUST,
@@ -392,7 +411,8 @@ def terminal_task_message(run: ProbeRun) -> Outcome:
         return not_applicable("no finished task to try (none of the probe's tasks reached a terminal state)")
     s = run.send(run.message(task_id=done.task_id, context_id=done.context_id))
     return expect_error(f"SendMessage, new messageId, to finished task {_short(done.task_id)}", s.exchange,
-                        errors.UNSUPPORTED_OPERATION, "a terminal task never changes; a follow-up is a new task")
+                        errors.UNSUPPORTED_OPERATION, "a terminal task never changes; a follow-up is a new task. "
+                        "Only a resend, with the same messageId, gets the existing task back (idempotent-resend)")
 
 
 # -- handover -----------------------------------------------------------------------------------------------
@@ -421,6 +441,10 @@ def handover_responder_id(run: ProbeRun) -> Outcome:
     ex = _get_base(run)
     if messages.is_task(ex.result):
         return not_applicable("no reply named another responder: the agent answers for its tasks itself",
+                              f"GetTask {_short(base.task_id)} to {run.agent}", ex.came_back())
+    if ex.error_code != errors.TASK_NOT_FOUND:
+        return not_applicable("no reply named another responder, and GetTask does not work on this agent (see "
+                              "get-task), so a silent handover cannot be told apart",
                               f"GetTask {_short(base.task_id)} to {run.agent}", ex.came_back())
     return failed(f"GetTask {_short(base.task_id)} to {run.agent}", ex.came_back(),
                   f"{run.agent} answered the task, named no other responder, and now does not know it: if another "

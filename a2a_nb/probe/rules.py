@@ -68,6 +68,8 @@ class Check:
     summary: str
     bad_input: bool
     run: Callable[["ProbeRun"], Outcome]
+    passive: bool = False
+    """Reads only what was already received, so it runs even after the agent went silent."""
 
 
 CHECKS: list[Check] = []
@@ -75,13 +77,13 @@ CHECKS: list[Check] = []
 
 
 def check(name: str, rule: str, summary: str, *, level: Optional[str] = None, section: Optional[str] = None,
-          conformance: str = CORE, bad_input: bool = False) -> Callable[[Callable[["ProbeRun"], Outcome]],
-                                                                         Callable[["ProbeRun"], Outcome]]:
+          conformance: str = CORE, bad_input: bool = False,
+          passive: bool = False) -> Callable[[Callable[["ProbeRun"], Outcome]], Callable[["ProbeRun"], Outcome]]:
     """Register ``fn`` as the check ``name`` of ``rule``.
 
     A rule id the traffic lint knows takes the lint's level and section (pass neither); a new rule
     id needs both. ``bad_input``: the check sends something malformed, so the probe then asks
-    whether the agent still answers.
+    whether the agent still answers. ``passive``: it sends nothing (see ``Check.passive``).
     """
     known = LINT_RULES.get(rule)
     if known is not None and (level or section):
@@ -93,6 +95,6 @@ def check(name: str, rule: str, summary: str, *, level: Optional[str] = None, se
         if any(c.name == name for c in CHECKS):
             raise ValueError(f"check {name!r} is registered twice")
         CHECKS.append(Check(name, rule, known.level if known else str(level),
-                            conformance, known.section if known else str(section), summary, bad_input, fn))
+                            conformance, known.section if known else str(section), summary, bad_input, fn, passive))
         return fn
     return register

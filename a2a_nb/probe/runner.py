@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..protocol import jsonrpc, messages, properties, states, topics
@@ -54,15 +54,6 @@ class Sent:
     @property
     def context_id(self) -> str:
         return str(self.message["contextId"])
-
-    @property
-    def task(self) -> Optional[dict]:
-        """The Task the (last correlated) reply carried, if it carried one."""
-        for payload in reversed(self.exchange.payloads):
-            found = task_in(payload)
-            if found is not None:
-                return found
-        return None
 
     @property
     def state(self) -> Optional[str]:
@@ -180,7 +171,8 @@ class ProbeRun:
         return ex if ex.replies else None
 
     # -- exchanges the checks share (each made once) ---------------------------------------------------
-    def once(self, key: str, make: Any) -> Any:
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
+        """``make()`` the first time ``key`` is asked for, the same value after that."""
         if key not in self._memo:
             self._memo[key] = make()
         return self._memo[key]
@@ -290,7 +282,7 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
 
 
 def _run_check(run: ProbeRun, c: rules.Check) -> Row:
-    if run.silent_after is not None:
+    if run.silent_after is not None and not c.passive:
         outcome = rules.Outcome(rules.SKIPPED, remark=f"not run: the agent stopped answering after {run.silent_after}")
     else:
         try:
@@ -301,9 +293,9 @@ def _run_check(run: ProbeRun, c: rules.Check) -> Row:
             run.bad_inputs.append(c.name)
             if run.alive() is None:
                 run.silent_after = c.name
-                outcome = rules.failed(outcome.sent, outcome.received,
-                                       (outcome.remark + " " if outcome.remark else "") +
-                                       "After this input the agent no longer answers (a GetTask got no reply).")
+                silent = "After this input the agent no longer answers (a GetTask got no reply)."
+                remark = f"{outcome.remark.rstrip('.')}. {silent}" if outcome.remark else silent
+                outcome = rules.failed(outcome.sent, outcome.received, remark)
     return Row.of(c, outcome)
 
 
