@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from a2a_nb.agents.auth import BearerPolicy, LocalIssuer
+from a2a_nb.agents.requester import Requester
 from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.cli import main
 from a2a_nb.mqtt.broker import ENV_URL
@@ -248,3 +249,16 @@ def test_a_desk_that_checks_bearer_tokens_over_tls():
     row = next(r for r in report.rows if r.check == "no-bearer-echo")
     assert row.verdict == PASS and "Bearer" in row.sent
     assert not any(token in json.dumps(rec) for rec in report.traffic)  # records redact it, replies never had it
+
+
+def test_the_kits_requests_reach_an_agent_that_reads_correlation_data_as_text(broker_url):
+    """Interop: the kit's Correlation Data is UTF-8 text (hex), so an agent that decodes it as text
+    (and stops on other bytes, as the probe's correlation-binary check shows) answers every request."""
+    agent = SketchAgent("sketch", unit="probe-text-corr", broker=broker_url, mistakes=Mistakes(text_correlation=True))
+    try:
+        with Requester("coordinator", unit="probe-text-corr", broker=broker_url) as req:
+            replies = [req.send("sketch", f"hello {i}") for i in range(20)]
+    finally:
+        agent.stop()
+    assert [r.text for r in replies] == [f"sketch: hello {i}" for i in range(20)]
+    assert all(r.mqtt.correlation_data.decode("utf-8") for r in replies)
