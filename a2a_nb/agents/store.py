@@ -42,7 +42,7 @@ class TaskRecord:
         return self.task["status"]["state"]
 
     def with_task(self, task: dict, at: float) -> "TaskRecord":
-        return replace(self, task=task, updated_at=at)
+        return TaskRecord(task, self.owner, at, self.requester)  # every change of a task: not dataclasses.replace (slower)
 
     def with_owner(self, owner: str, at: float) -> "TaskRecord":
         return replace(self, owner=owner, updated_at=at)
