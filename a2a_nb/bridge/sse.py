@@ -47,14 +47,14 @@ class OpenStream:
     def __init__(self, stream: Stream, on_close: Callable[[], None]):
         self.stream, self._on_close = stream, on_close
         self.finished = False
-        self._closed = threading.Event()
+        self._closed = False
         self._lock = threading.Lock()
 
     def close(self) -> None:
         with self._lock:
-            if self._closed.is_set():
+            if self._closed:
                 return
-            self._closed.set()
+            self._closed = True
         self.stream.close()
         self._on_close()
 
