@@ -13,16 +13,16 @@ lab: setup
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00-start-here.ipynb
 
 ## every test: the type checker (mypy, pyproject.toml), unit, integration against a real Mosquitto,
-## notebooks with nbval; then the session and role integration tests again on the oldest paho-mqtt
-## pyproject.toml allows (a second venv). The browser tests run apart (`make test-browser`) until their
-## flake is fixed: in some runs Run All leaves lesson 01's widget cell unexecuted (see the issue notes).
+## the widgets in a real JupyterLab (tests/browser: skipped, saying why, where chromium or playwright
+## is missing), notebooks with nbval; then the session and role integration tests again on the oldest
+## paho-mqtt pyproject.toml allows (a second venv)
 test: setup
 	$(PY) -m mypy
-	$(PY) -m pytest -q tests $(wildcard notebooks/*.ipynb) --ignore=tests/browser --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 	$(MAKE) --no-print-directory test-paho-oldest
 
-## the widgets in a real JupyterLab: one JupyterLab, Debian's chromium driven by playwright (skipped,
-## saying why, where chromium or playwright is missing; screenshots kept in out/browser-shots)
+## the browser tests alone: one JupyterLab, Debian's chromium driven by playwright (skipped, saying why,
+## where chromium or playwright is missing; screenshots kept in out/browser-shots)
 test-browser: setup
 	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -p no:cacheprovider -rs tests/browser
 
