@@ -54,6 +54,7 @@
 
 # %%
 import json
+import time
 
 import httpx
 import pandas as pd
@@ -74,6 +75,13 @@ seen = []                                     # every MQTT message of acme/suppo
 tap = Session("acme", "support", "lesson-09-tap")
 tap.subscribe("$a2a/v1/+/acme/support/#", handler=seen.append)
 
+def quiet(seconds=0.1):
+    """Wait until the tap has seen nothing new for ``seconds``: everything published so far is in."""
+    count = -1
+    while count != len(seen):
+        count = len(seen)
+        time.sleep(seconds)
+
 bridge = Bridge("ticket-desk", seed=9).start()
 http = httpx.Client(timeout=10)
 print(bridge)
@@ -91,6 +99,7 @@ print("JSON-RPC:", bridge.url)
 # Interoperability 3).
 
 # %%
+quiet()
 card_topic = topics.discovery_topic("acme", "support", "ticket-desk")
 card_msg = [m for m in seen if m.topic == card_topic][-1]   # the retained card, as the tap received it
 mqtt_card = card_msg.json()
@@ -130,6 +139,8 @@ print("over HTTP:", over_http["result"]["task"]["status"]["state"], "task", over
 # published).
 
 # %%
+quiet()
+
 def requests_for(reply_prefix):
     return [m.json() for m in seen if topics.parse_topic(m.topic).kind == "request"
             and m.response_topic.startswith(reply_prefix)]
@@ -224,6 +235,7 @@ print(len(events), "events, the last one:", events[-1]["result"]["statusUpdate"]
 # reply message per event.
 
 # %%
+quiet()
 continuation = [m for m in seen if topics.parse_topic(m.topic).kind == "request"
                 and m.json()["method"] == "SendStreamingMessage"][-1]
 stream_msgs = [m for m in seen if m.topic == continuation.response_topic
