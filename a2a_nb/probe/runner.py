@@ -258,6 +258,7 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    topics.discovery_topic(org, unit, agent)  # InvalidIdentifier (a usage mistake) before anything connects
     started = time.monotonic()
     client = ProbeClient(org, unit, broker=broker, timeout=timeout, agent=probe_as)
     try:

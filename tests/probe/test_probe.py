@@ -262,3 +262,17 @@ def test_the_kits_requests_reach_an_agent_that_reads_correlation_data_as_text(br
         agent.stop()
     assert [r.text for r in replies] == [f"sketch: hello {i}" for i in range(20)]
     assert all(r.mqtt.correlation_data.decode("utf-8") for r in replies)
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["probe", "no/slash"], "agent_id 'no/slash' contains characters not allowed"),
+    (["probe", "echo", "--level", "full"], "unknown level 'full'; choose from core, extended"),
+    (["probe", "echo", "--timeout", "0"], "0 is out of range; give a number of seconds greater than 0"),
+])
+def test_probe_usage_mistakes_exit_2_before_connecting(argv, phrase, capsys):
+    try:
+        status = main(argv + ["--broker", "mqtt://127.0.0.1:1"])  # nothing listens there
+    except SystemExit as exc:  # argparse refuses the option value itself
+        status = exc.code
+    assert status == 2
+    assert phrase in capsys.readouterr().err
