@@ -61,7 +61,7 @@ class Exchange:
     @property
     def payloads(self) -> list[Any]:
         """The correlated replies' JSON payloads (None for a payload that is not JSON)."""
-        return [_json(r.payload) for r in self.correlated]
+        return [json_of(r.payload) for r in self.correlated]
 
     @property
     def response(self) -> Optional[dict]:
@@ -106,7 +106,7 @@ class Exchange:
         return "; ".join(parts)
 
 
-def _json(payload: bytes) -> Any:
+def json_of(payload: bytes) -> Any:
     """The payload as JSON, or None when it is not UTF-8 JSON."""
     try:
         return json.loads(payload)
@@ -128,7 +128,7 @@ def short_bytes(value: Optional[bytes], n: int = 12) -> str:
 
 def describe_reply(msg: MqttMessage) -> str:
     """A reply in a few words: the error code, the result kind and state, or the raw size."""
-    data = _json(msg.payload)
+    data = json_of(msg.payload)
     if not isinstance(data, dict):
         return f"{len(msg.payload)} bytes that are not a JSON-RPC response"
     if isinstance(data.get("error"), dict):
@@ -281,7 +281,7 @@ class ProbeClient:
 
 def _ends(msg: MqttMessage) -> bool:
     """Is this reply the last on its correlation (an error, a Message, a final state)?"""
-    data = _json(msg.payload)
+    data = json_of(msg.payload)
     if not isinstance(data, dict):
         return False
     if "error" in data:
