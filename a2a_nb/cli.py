@@ -127,7 +127,7 @@ class _NoTraceback(logging.Formatter):
 
 def configure_logging(args: argparse.Namespace) -> None:
     """What the agents log reaches stderr: every detail with ``--debug``; otherwise warnings (a dropped
-    request, a publish that failed) as one line each for the servers (``serve``, ``broker``), and only
+    request, a publish that failed) as one line each for the servers (``serve``, ``broker``, ``bridge``), and only
     errors for the commands that print their own result."""
     handler = logging.StreamHandler(sys.stderr)
     if args.debug:
@@ -135,7 +135,7 @@ def configure_logging(args: argparse.Namespace) -> None:
         level = logging.DEBUG
     else:
         handler.setFormatter(_NoTraceback("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
-        level = logging.WARNING if args.command in ("serve", "broker") else logging.ERROR
+        level = logging.WARNING if args.command in ("serve", "broker", "bridge") else logging.ERROR
     logging.basicConfig(level=level, handlers=[handler], force=True)
     logging.getLogger("paho").setLevel(max(level, logging.WARNING))
 
