@@ -276,3 +276,20 @@ def test_probe_usage_mistakes_exit_2_before_connecting(argv, phrase, capsys):
         status = exc.code
     assert status == 2
     assert phrase in capsys.readouterr().err
+
+
+def test_native_binary_chunks_are_an_extended_feature(broker_url):
+    def chunks(ctx):
+        for i in range(3):
+            ctx.chunk("blob", bytes([i]) * 64, content_type="application/octet-stream", last=i == 2)
+        ctx.complete("sent 3 chunks")
+
+    card = echo_card(unit="probe-binary", agent="chunker")
+    agent = Responder("chunker", chunks, unit="probe-binary", card=card, broker=broker_url)
+    try:
+        report = run_probe("chunker", unit="probe-binary", broker=broker_url, level="extended")
+    finally:
+        agent.stop()
+    row = next(r for r in report.rows if r.check == "binary-artifacts")
+    assert row.verdict == PASS and row.received.startswith("3 binary chunk(s)"), report.text()
+    assert report.core_conformant and "native binary artifact mode" in report.summary()
