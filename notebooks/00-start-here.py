@@ -188,6 +188,7 @@ print("subscribed to '$a2a/#': ", probe.publish(MqttMessage(a2a_topic, b"ping"))
 # | [06 · Recovery](06-recovery.ipynb) | timeouts, dropped streams, polling, cancel past the time limit, an unreachable analyst |
 # | [07 · Traffic analysis](07-traffic-analysis.ipynb) | the whole story's recording in pandas, charts, a sequence diagram, profile checks, a step-through player |
 # | [08 · Security](08-security.ipynb) | a secured broker (TLS, a password per agent, ACLs), an intruder with a stolen password, bearer tokens the desk checks, and why both are needed |
+# | [09 · Two bindings, one agent](09-two-bindings.ipynb) | the same TCK-4821 task over MQTT and over HTTP through a bridge: one JSON-RPC body, the official `a2a-sdk` client, what only MQTT gives |
 #
 # Every lesson has the same frame: *What you will learn*, *Time needed*, *Prerequisites*, numbered
 # steps, a *Summary* and *What's next*. Each one starts the agents it needs and stops them at the
