@@ -16,6 +16,7 @@ from ..protocol.ids import IDENTIFIER_RE
 from ..protocol.messages import task_ids_of
 from ..protocol.streams import ends_stream
 from ..traffic.lint import SHOULD, validate_payload
+from .checks_card import SILENT
 from .client import FINAL, Exchange
 from .rules import MUST, Outcome, check, failed, not_applicable, passed
 from .runner import ANSWER_TEXT, ProbeRun, Sent, state_in, task_in
@@ -199,7 +200,10 @@ def streamed(fn: Callable[[ProbeRun, list[Sent]], Outcome]) -> Callable[[ProbeRu
 @check("stream-correlation", "reply-correlation", "every stream item echoes the request's Correlation Data")
 @streamed
 def stream_correlation(run: ProbeRun, sents: list[Sent]) -> Outcome:
-    for s in sents:
+    for n, s in enumerate(sents):
+        if not s.exchange.replies:
+            which = "the continuation" if n else "the streamed request"
+            return failed(_stream_sent(sents), s.exchange.came_back(), f"{which}: {SILENT}")
         if s.exchange.first is None or s.exchange.stray:
             return failed(_stream_sent(sents), s.exchange.came_back(), "stream items must all echo the Correlation "
                           "Data of their request (Streaming Reply Mapping 2)")
