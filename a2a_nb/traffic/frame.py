@@ -348,25 +348,39 @@ def pair_replies(df: pd.DataFrame) -> pd.DataFrame:
         found = earlier["request"].fillna(earlier["correlation"].map(later)).dropna().astype("int64")
         rows, req = earlier.loc[found.index, "i"].to_numpy(), found.to_numpy()
         _inherit(df, rows, req)
-    replies_from = is_reply & df["from_agent"].isna().to_numpy()
-    df.loc[replies_from, "from_agent"] = df.loc[replies_from, "responder_agent_id"]
+    from_agent = df["from_agent"].to_numpy(copy=True)
+    unnamed = is_reply & pd.isna(from_agent)  # a reply without its request: who it says it is from
+    from_agent[unnamed] = df["responder_agent_id"].to_numpy()[unnamed]
+    _put_column(df, "from_agent", from_agent)
     return df
 
 
 def _inherit(df: pd.DataFrame, rows: np.ndarray, req: np.ndarray) -> None:
-    """Reply rows ``rows`` take what they inherit from their request rows ``req`` (in place)."""
-    col = df.columns.get_loc
-    df.iloc[rows, col("request_i")] = req.tolist()
-    df.iloc[rows, col("method")] = df["method"].to_numpy()[req]
-    df.iloc[rows, col("latency_s")] = df["t"].to_numpy()[rows] - df["t"].to_numpy()[req]
+    """Reply rows ``rows`` take what they inherit from their request rows ``req`` (in place).
+
+    Each column is changed as a NumPy array and put back whole: setting cells of a frame
+    (``df.iloc[rows, col] = ...``) would copy the column's block first, each time."""
+    column = {name: df[name].to_numpy(copy=True)
+              for name in ("request_i", "method", "latency_s", "from_agent", "task_id", "context_id")}
+    column["request_i"][rows] = req
+    column["method"][rows] = column["method"][req]
+    t = df["t"].to_numpy()
+    column["latency_s"][rows] = t[rows] - t[req]
     responder = df["responder_agent_id"].to_numpy()[rows]
-    addressed = df["to_agent"].to_numpy()[req]
-    df.iloc[rows, col("from_agent")] = np.where(pd.isna(responder), addressed, responder)
-    unnamed = pd.isna(df["task_id"].to_numpy()[rows])
+    column["from_agent"][rows] = np.where(pd.isna(responder), df["to_agent"].to_numpy()[req], responder)
+    task_id, context_id = column["task_id"], column["context_id"]
+    unnamed = pd.isna(task_id[rows])  # replies that name no Task.id (error replies) take the request's
     rows, req = rows[unnamed], req[unnamed]
-    df.iloc[rows, col("task_id")] = df["task_id"].to_numpy()[req]
-    no_context = pd.isna(df["context_id"].to_numpy()[rows])
-    df.iloc[rows[no_context], col("context_id")] = df["context_id"].to_numpy()[req[no_context]]
+    task_id[rows] = task_id[req]
+    no_context = pd.isna(context_id[rows])
+    context_id[rows[no_context]] = context_id[req[no_context]]
+    for name, values in column.items():
+        _put_column(df, name, values)
+
+
+def _put_column(df: pd.DataFrame, name: str, values: np.ndarray) -> None:
+    """Replace a column with ``values``, keeping their dtype (pandas would make text a string dtype)."""
+    df[name] = pd.Series(values, index=df.index, dtype=values.dtype, copy=False)
 
 
 # -- views ------------------------------------------------------------------------------------------
