@@ -17,7 +17,7 @@ from ..traffic.lint import SHOULD
 from .checks_card import _correlation
 from .checks_tasks import expect_error
 from .client import Exchange, json_of, short_bytes
-from .rules import MUST, Outcome, check, failed, passed
+from .rules import MUST, Outcome, check, failed, not_applicable, passed
 from .runner import ProbeRun
 
 ERROR_MAPPING = "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 1-3"
@@ -178,6 +178,10 @@ def no_bearer_echo(run: ProbeRun) -> Outcome:
     if run.token and any(run.token.encode() in m.payload or any(run.token in v for _, v in m.user_properties)
                          for m in traffic):
         return failed(sent, "the token's text in a reply", "the token came back in a payload or property")
-    remark = "" if run.token else "no token was sent (plain probe); the traffic lint still looks for 'Bearer ' text"
-    return passed(sent, f"{len(traffic)} messages from the agent, no token", remark)
+    if not run.token:
+        asks = "declares securitySchemes; give --token to check it" if run.card.get("securitySchemes") else \
+            "asks for no bearer token"
+        return not_applicable(f"no token was sent: the card {asks}. The traffic lint still looks for 'Bearer ' text "
+                              "in everything the agent published", sent, f"{len(traffic)} messages from the agent")
+    return passed(sent, f"{len(traffic)} messages from the agent, none with the token")
 
