@@ -14,7 +14,6 @@ import time
 import uuid
 from typing import Any, Optional
 
-from a2a_nb.protocol.streams import STREAM_SEQ
 
 ORG, UNIT = "acme", "support"
 
@@ -60,13 +59,9 @@ def synthetic_records(n: int, seed: int = 4821, t0: float = 1_700_000_000.0) -> 
         out.append(rec(f"$a2a/v1/request/{ORG}/{UNIT}/{agent}",
                        {"jsonrpc": "2.0", "id": rid, "method": "SendStreamingMessage", "params": {"message": msg}},
                        rt=reply, corr=corr))
-        seq = 0
 
-        def item(result, extra=()):
-            nonlocal seq
-            seq += 1
-            return rec(reply, {"jsonrpc": "2.0", "id": rid, "result": result}, corr=corr,
-                       props=[(STREAM_SEQ, str(seq)), *extra])
+        def item(result):  # no a2a-stream-seq: the kit numbers only an item that repeats an earlier one
+            return rec(reply, {"jsonrpc": "2.0", "id": rid, "result": result}, corr=corr)
 
         status = {"state": "TASK_STATE_SUBMITTED", "timestamp": "2025-01-02T03:04:05.000Z"}
         out.append(item({"task": {"id": task, "contextId": ctx, "status": status, "history": [msg]}}))
