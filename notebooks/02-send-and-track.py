@@ -94,8 +94,9 @@ print("Task.id is a UUIDv4 made by the requester:", ids.is_uuid4(message["taskId
 # `a2a_nb.protocol` and looked at first:
 #
 # - the **topic**: the desk's request topic (named in its card);
-# - the **MQTT v5 properties**: a *Response Topic* (where to answer), *Correlation Data* (16 random
-#   bytes that come back with the reply and match it to this request) and a *Message Expiry
+# - the **MQTT v5 properties**: a *Response Topic* (where to answer), *Correlation Data* (the 32 hex
+#   digits of 16 random bytes, sent as text: they come back with the reply and match it to this
+#   request; any bytes would do, but text is what other implementations can read) and a *Message Expiry
 #   Interval* (a request nobody takes in time is dropped by the broker);
 # - the **payload**: a JSON-RPC 2.0 request with method `SendMessage` and the message as params.
 
@@ -111,7 +112,7 @@ preview = MqttMessage(
 )
 print("PUBLISH to      ", preview.topic, "(QoS 1)")
 print("Response Topic  ", preview.response_topic)
-print("Correlation Data", preview.correlation_data.hex())
+print("Correlation Data", preview.correlation_data.decode())
 print("Message Expiry  ", preview.message_expiry, "s")
 print("user properties ", preview.user_properties or "none")
 print(json.dumps(envelope, indent=2))
@@ -233,7 +234,7 @@ print("conclusion:", messages.text_of(final["status"]["message"]))
 # %%
 packet = reply.mqtt
 print("topic:            ", packet.topic)
-print("Correlation Data: ", packet.correlation_data.hex())
+print("Correlation Data: ", packet.correlation_data.decode())
 print("sent with request:", reply.attempts[-1].correlation == packet.correlation_data.hex())
 print("user properties:  ", packet.user_properties)
 

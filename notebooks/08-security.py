@@ -631,5 +631,6 @@ print("secured broker running:", broker.running, "| its folder exists:", broker.
 # the banner (its password from the file), `send` acts as the coordinator. The
 # profile's optional *untrusted-broker security profile* goes one step further and encrypts payloads
 # end to end, for brokers you do not trust at all. Back to [00 · Start here](00-start-here.ipynb) for
-# the list of lessons, or to [07 · Traffic analysis](07-traffic-analysis.ipynb) to lint a recording
-# of your own.
+# the list of lessons, to [07 · Traffic analysis](07-traffic-analysis.ipynb) to lint a recording
+# of your own, or on to [09 · Two bindings, one agent](09-two-bindings.ipynb) to reach the same desk
+# over HTTP.
