@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..agents.reprs import json_block
+from ..protocol.ids import readable_correlation
 
 # -- discovery (presence badges and the card table of the discovery browser) -----------------------
 PRESENCE_COLOURS = {"online": "#43a047", "offline": "#9e9e9e"}
@@ -58,7 +59,7 @@ def mqtt_properties_rows(msg) -> list[tuple[str, str]]:
     if msg.response_topic is not None:
         rows.append(("Response Topic", msg.response_topic))
     if msg.correlation_data is not None:
-        rows.append(("Correlation Data (hex)", msg.correlation_data.hex()))
+        rows.append(("Correlation Data", readable_correlation(msg.correlation_data)))
     if msg.content_type is not None:
         rows.append(("Content Type", msg.content_type))
     if msg.payload_format is not None:

@@ -97,6 +97,14 @@ def is_uuid4(s: object) -> bool:
     return isinstance(s, str) and _UUID4_RE.fullmatch(s) is not None
 
 
+def readable_correlation(data: bytes) -> str:
+    """Correlation Data as a person reads it: the text itself when it is printable ASCII (the
+    kit's own, and what most implementations send), else ``0x`` and its hex digits."""
+    if data and all(0x20 < b < 0x7F for b in data):
+        return data.decode("ascii")
+    return "0x" + data.hex()
+
+
 class IdSource:
     """Makes every id the kit needs; deterministic when seeded.
 

@@ -31,7 +31,7 @@ import pandas as pd
 from ..protocol import errors as E
 from ..protocol import jsonrpc as J
 from ..protocol import properties as P
-from ..protocol.ids import IDENTIFIER_RE, is_uuid4
+from ..protocol.ids import IDENTIFIER_RE, is_uuid4, readable_correlation
 from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
 from ..protocol.streams import STREAM_SEQ, ends_stream, item_key
@@ -325,8 +325,12 @@ class Context:
         return end
 
 
-def _short(corr: Any) -> str:
-    s = str(corr)
+def _short(corr: Optional[str]) -> str:
+    """A recorded Correlation Data (hex, see FORMAT.md) as a person reads it, cut to 12 characters."""
+    try:
+        s = readable_correlation(bytes.fromhex(corr)) if corr else str(corr)
+    except ValueError:  # a hand-edited recording: show what it holds
+        s = str(corr)
     return s if len(s) <= 12 else s[:12] + "…"
 
 

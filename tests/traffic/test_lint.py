@@ -50,7 +50,7 @@ def test_each_rule_is_one_registered_function_a_learner_can_call():
     assert [text.split(":")[0] for text in qos1(first, ctx)] == ["request to ticket-desk published with QoS 0"]
     assert list(fresh_correlation(retry, ctx)) == []  # the context has not seen the first request yet
     ctx.remember(first)
-    assert [text[:40] for text in fresh_correlation(retry, ctx)] == ["Correlation Data c1 was already used by "]
+    assert [text[:40] for text in fresh_correlation(retry, ctx)] == ["Correlation Data 0xc1 was already used b"]
 
 
 def test_request_without_response_topic_or_correlation():

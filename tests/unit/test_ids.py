@@ -154,3 +154,13 @@ def test_correlation_is_utf8_text_with_128_random_bits():
     assert all(c.decode("utf-8") == c.decode("ascii") for c in corrs)
     assert len({bytes.fromhex(c.decode()) for c in corrs}) == 200
     assert {chr(b) for c in corrs for b in c} == set("0123456789abcdef")
+
+
+def test_readable_correlation_shows_text_as_text_and_bytes_as_hex():
+    from a2a_nb.protocol.ids import IdSource, readable_correlation
+
+    kit = IdSource().correlation()
+    assert readable_correlation(kit) == kit.decode("ascii")
+    assert readable_correlation(b"\x00\xffab") == "0x00ff6162"
+    assert readable_correlation(b"two words") == "0x74776f20776f726473"  # a space is not shown as text
+    assert readable_correlation(b"") == "0x"
