@@ -18,6 +18,7 @@ a requester that sends for days does not grow without end; a forgotten task need
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Optional
 
 from .ids import validate_identifier
@@ -43,7 +44,7 @@ class Address:
         else:
             raise ValueError("an address names exactly one of agent or pool")
 
-    @property
+    @cached_property  # built (and its identifiers checked) once per address, not per request
     def topic(self) -> str:
         """Where requests for this address are published (never ``$share/...``)."""
         if self.pool is not None:
