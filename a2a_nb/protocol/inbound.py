@@ -19,6 +19,7 @@ Task-state checks (unknown task, terminal task, context mismatch) need the store
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional, Union
 
 from . import errors, jsonrpc, properties, states
@@ -78,6 +79,7 @@ def reply_path_problem(response_topic: str, namespaces: tuple[str, ...]) -> Opti
     return None
 
 
+@lru_cache(maxsize=1024)  # a requester sends all its requests with one reply topic: read it once
 def requester_identity(response_topic: str, subject: Optional[str] = None) -> str:
     """Who sent a request, as far as a responder can tell: the requester part of its reply topic.
 
@@ -147,14 +149,19 @@ def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Opt
     if max_bytes is not None and len(msg.payload) > max_bytes:
         return Rejected(None, errors.invalid_request(
             f"the request is {len(msg.payload)} bytes, above this responder's limit of {max_bytes} bytes"))
-    request_id = jsonrpc.request_id_of(msg.payload)
+    try:  # parsed once; what is no JSON-RPC request is answered below, after the checks above it
+        req: Union[dict[str, Any], A2AError] = jsonrpc.parse_request(msg.payload)
+    except A2AError as err:
+        req = err
+    request_id = jsonrpc.request_id_of(msg.payload if isinstance(req, A2AError) else req)
     if is_expired(msg, now):
         return Rejected(request_id, errors.request_expired("the request's Message Expiry Interval ran out before processing"))
     binding_problem = check_binding(msg, my_agent_id)
     if binding_problem is not None:
         return Rejected(request_id, binding_problem)
+    if isinstance(req, A2AError):
+        return Rejected(request_id, req)
     try:
-        req = jsonrpc.parse_request(msg.payload)
         method = jsonrpc.check_method(req["method"])
         params = req.get("params", {})
         check_params(method, params)
