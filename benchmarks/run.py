@@ -101,6 +101,10 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     results["stream_ratio"] = sratio
     say(f"raw paho publish loop      {results['raw_stream']['per_s']:,.0f} msg/s")
     say(f"kit stream events          {results['kit_stream']['per_s']:,.0f} events/s  ({sratio:.2f}× raw; target ≥ {STREAM_TARGET}×)")
+    pc = results["paho_costs"] = raw_floor.paho_costs()  # what paho's public API costs every message, kit or raw
+    say(f"paho Properties per message pack + read µs: stream item {pc['pack_item_us']:.1f} + {pc['read_item_us']:.1f}, "
+        f"numbered item {pc['pack_numbered_item_us']:.1f} + {pc['read_numbered_item_us']:.1f}, request "
+        f"{pc['pack_request_us']:.1f} + {pc['read_request_us']:.1f}; Properties() alone {pc['new_properties_us']:.1f}")
     rec = results["recorder"] = traffic_bench.bench_recorder(url)
     say(f"recorder at full speed     {rec['received']:,} of {rec['n']:,} recorded, {rec['lost']} lost, "
         f"{rec['end_to_end_rate']:,} msg/s end to end (target: 0 lost)")
