@@ -10,6 +10,7 @@ or by returning (a returned string completes the task with that text as the agen
 from __future__ import annotations
 
 import threading
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..protocol import messages, states
@@ -37,8 +38,9 @@ class TaskContext:
     def task(self) -> dict:
         return self.runtime.record(self.task_id).task
 
-    @property
+    @cached_property
     def context_id(self) -> str:
+        """The task's contextId (fixed for the task's life: read once, not on every streamed item)."""
         return self.task["contextId"]
 
     @property
