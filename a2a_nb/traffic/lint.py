@@ -239,8 +239,8 @@ class Message:
     @cached_property
     def item_key(self) -> Any:
         """What identifies a stream item across duplicate deliveries (Error Handling and
-        Deduplication 2): ``a2a-stream-seq`` when present, else the item's identity as the kit's
-        requester computes it."""
+        Deduplication 2): ``a2a-stream-seq`` when present, else the item itself (``streams.item_key``:
+        a copy delivered twice is the same payload; a recording keeps it as parsed JSON)."""
         seq = self.props.get(STREAM_SEQ)
         if seq is not None:
             return ("seq", seq)
