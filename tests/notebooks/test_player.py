@@ -16,6 +16,7 @@ from PIL import Image
 
 from a2a_nb.notebook.player import TrafficPlayer, step_html, step_text, steps_of, steps_table_html, task_states
 from a2a_nb.notebook.widgets import WIDGET_MIME
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.traffic import handovers, load_traffic, routing_view, state_transitions
 from a2a_nb.traffic.frame import short_state
 
@@ -53,7 +54,8 @@ def test_step_html_names_the_message_and_its_packet(happy):
     out = step_html(happy, i)
     assert f"data-i='{i}'" in out and f"message #{i}</b> of {len(happy)}" in out
     assert "statusUpdate input-required" in out
-    assert r["topic"] in out and r["correlation"] in out          # MQTT properties
+    shown = readable_correlation(bytes.fromhex(r["correlation"]))
+    assert r["topic"] in out and shown in out                       # MQTT properties
     assert "QoS" in out and "retain" in out
     assert "a2a-responder-agent-id" in out                         # a user property
     assert "TASK_STATE_INPUT_REQUIRED" in out                      # the JSON payload
