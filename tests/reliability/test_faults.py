@@ -157,6 +157,7 @@ def test_tasks_running_when_the_agent_died_end_failed_after_restart(broker_url, 
         ctx.complete("too late")
 
     first = Responder(agent, slow, runtime=TaskRuntime(SqliteTaskStore(path)), broker=broker_url)
+    first_workers = [t for t in threading.enumerate() if t.name.startswith(f"{agent}-worker")]
     requester = Requester(uid("coord"), broker=broker_url, retry=RESILIENT)
     stream = requester.stream(agent, "start and crash")
     events = [next(stream), next(stream)]  # the snapshot, WORKING
@@ -177,6 +178,9 @@ def test_tasks_running_when_the_agent_died_end_failed_after_restart(broker_url, 
     block.set()
     assert second.stats.executions == 0
     assert_known_states(runtime)
+    for t in first_workers:  # the dead agent's released handler meets its closed store: let it end here
+        t.join(5)
+    assert first.stats.handler_crashes == 1
 
 
 # -- a killed analyst ----------------------------------------------------------------------------------
