@@ -2,7 +2,8 @@
 
 It holds a plain ``paho.mqtt.client.Client`` and uses only paho's documented methods and callbacks
 (``connect``, ``publish``, ``subscribe``, ``on_message``, ``on_publish``, ...): paho reads and writes
-every packet. The session turns each delivered ``MQTTMessage`` into a plain
+every packet, on the session's own network thread (``network_loop.py``: paho's external-loop API,
+which hands over messages that arrive together in one go). The session turns each delivered ``MQTTMessage`` into a plain
 :class:`~a2a_nb.protocol.packet.MqttMessage` handed to a handler, waits for PUBACK/SUBACK so callers
 see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY on the
 socket (the "40 ms trap"), keeps one live client per client ID and resubscribes after a reconnect.
@@ -32,6 +33,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
 from .broker import BrokerEndpoint, resolve
+from .network_loop import NetworkLoop
 
 log = logging.getLogger(__name__)
 
@@ -134,11 +136,11 @@ def _result_for(packet_type: int, value: int) -> PublishResult:
 class Session:
     """One MQTT v5 client with Client ID ``{org}/{unit}/{agent}``.
 
-    Messages arrive on paho's network thread and go to the handler registered with the matching
+    Messages arrive on the session's network thread and go to the handler registered with the matching
     ``subscribe`` call (else to ``default_handler``, else to ``inbox``). Handlers must be quick:
     they only hand items to queues or conditions.
     Creating a second Session with the same client ID closes the first one (re-running a cell).
-    ``on_reconnect``: called (with no arguments, on a short-lived thread of its own, never on paho's
+    ``on_reconnect``: called (with no arguments, on a short-lived thread of its own, never on the
     network thread) after every successful re-connect, once the subscriptions are renewed. A
     broker restarted without persistence has forgotten every retained message, so agents republish
     their retained Agent Card from here (Profile: Presence and Liveness, LWT Configuration 4).
@@ -184,24 +186,19 @@ class Session:
         self.connect_count = 0
         self.received = 0
         self._client = self._make_client()
+        self._loop: Optional[NetworkLoop] = None
         if connect:
             self.connect(connect_timeout)
 
     # -- setup -----------------------------------------------------------------------------------
     def _make_client(self) -> mqtt.Client:
-        c = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
-            client_id=self.client_id,
-            protocol=mqtt.MQTTv5,
-            reconnect_on_failure=True,
-        )
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id, protocol=mqtt.MQTTv5)
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
-        c.on_message = self._on_paho_message
         c.on_publish = self._on_publish
         c.on_subscribe = self._on_subscribe
         c.on_unsubscribe = self._on_unsubscribe
-        c.reconnect_delay_set(min_delay=0.05, max_delay=2)  # type: ignore[arg-type]  # typed int, takes seconds
+        c.on_socket_open = self._on_socket_open
         c.max_inflight_messages_set(self.endpoint.inflight)
         c.max_queued_messages_set(0)
         if self.endpoint.username:
@@ -236,38 +233,39 @@ class Session:
                 f"cannot reach the MQTT broker at {self.endpoint.url}: {exc}. Is it running? "
                 "(`python -m a2a_nb broker` starts one; A2A_BROKER_URL points the kit at it)"
             ) from None
-        self._nodelay()
-        self._client.loop_start()
+        self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}")
+        self._loop.start()
         with self._cond:
             if not self._cond.wait_for(lambda: self._connack is not None, timeout):
-                self._client.loop_stop()
+                self._loop.stop()
                 self._unregister()
                 raise SessionError(f"no CONNACK from {self.endpoint.url} within {timeout:.0f} s")
             assert self._connack is not None
             code, reason = self._connack
         if code >= 0x80:
-            self._client.loop_stop()
+            self._loop.stop()
             self._unregister()
             raise SessionError(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})")
         return self
 
-    def _nodelay(self) -> None:
-        sock = self._client.socket()
+    # -- paho callbacks (network thread: only hand over) ----------------------------------------
+    def _on_socket_open(self, client, userdata, sock) -> None:
+        """Every new connection (reconnects too) sends small packets at once: TCP_NODELAY."""
         if isinstance(sock, socket.socket):  # TLS sockets are socket.socket too
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except (OSError, AttributeError):  # TLS-wrapped or already closed sockets
+            except OSError:  # already closed
                 pass
 
-    # -- paho callbacks (network thread: only hand over) ----------------------------------------
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
-        self._nodelay()
         with self._cond:
             self._connack = (reason_code.value, str(reason_code))
             self._qos0_mids.clear()  # paho drops QoS 0 messages unsent at a disconnect, without on_publish
             self._connected = reason_code.value < 0x80
             if self._connected:
                 self.connect_count += 1
+                if self._loop is not None:
+                    self._loop.connected()
             resubscribe = self._connected and self.connect_count > 1 and not flags.session_present
             subs = list(self._subs)
             self._cond.notify_all()
@@ -295,9 +293,10 @@ class Session:
             self._connected = False
             self._cond.notify_all()
 
-    def _on_paho_message(self, client, userdata, m: mqtt.MQTTMessage) -> None:
-        """paho's ``on_message``: every delivered PUBLISH (QoS 0, 1 and 2) passes here once."""
-        self._on_message(_from_paho(m))
+    def _deliver(self, burst: list[mqtt.MQTTMessage]) -> None:
+        """Messages paho delivered together (``on_message``: every PUBLISH, QoS 0, 1 and 2, once)."""
+        for m in burst:
+            self._on_message(_from_paho(m))
 
     def _on_message(self, msg: MqttMessage) -> None:
         self.received += 1
@@ -352,6 +351,12 @@ class Session:
     @property
     def connected(self) -> bool:
         return self._connected
+
+    @property
+    def bursts(self) -> int:
+        """How many times the network thread handed over messages (``received`` counts them): a
+        run of messages that arrived together is handed over at once (``network_loop.py``)."""
+        return self._loop.bursts if self._loop is not None else 0
 
     def wait_connected(self, timeout: float = 10.0) -> bool:
         with self._cond:
@@ -495,7 +500,7 @@ class Session:
             else:
                 self._client.disconnect()
         finally:
-            self._client.loop_stop()
+            self._stop_loop()
             self._unregister()
 
     def kill_socket(self) -> None:
@@ -503,15 +508,18 @@ class Session:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._client.reconnect_delay_set(3600, 3600)
         sock = self._client.socket()
         if isinstance(sock, socket.socket):
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        self._client.loop_stop()
+        self._stop_loop()
         self._unregister()
+
+    def _stop_loop(self) -> None:
+        if self._loop is not None:
+            self._loop.stop()
 
     def _unregister(self) -> None:
         with _registry_lock:
