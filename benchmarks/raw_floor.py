@@ -45,40 +45,44 @@ def percentiles(samples: list[float]) -> dict:
             "mean_ms": statistics.fmean(s) * 1000}
 
 
-def request_reply(ep: BrokerEndpoint, n: int = 1000, warmup: int = 50) -> dict:
-    """Raw QoS 1 request with Response Topic + Correlation Data, echoed by a raw responder."""
-    req_topic, rep_topic = "$a2a/v1/request/bench/raw/echo", "$a2a/v1/reply/bench/raw/req/floor"
-    responder, requester = _client(ep, "bench/raw/echo"), _client(ep, "bench/raw/req")
+class RawEcho:
+    """A raw QoS 1 request with Response Topic + Correlation Data, echoed by a raw responder: the
+    floor a SendMessage round trip is measured against. ``round_trip()`` times one."""
 
-    def echo(client, userdata, m):
+    req_topic, rep_topic = "$a2a/v1/request/bench/raw/echo", "$a2a/v1/reply/bench/raw/req/floor"
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'
+
+    def __init__(self, ep: BrokerEndpoint):
+        self.responder, self.requester = _client(ep, "bench/raw/echo"), _client(ep, "bench/raw/req")
+        self.responder.on_message = self._echo
+        _subscribe(self.responder, self.req_topic)
+        self._got = threading.Event()
+        self.requester.on_message = lambda *a: self._got.set()
+        _subscribe(self.requester, self.rep_topic)
+        self._count = 0
+
+    @staticmethod
+    def _echo(client, userdata, m) -> None:
         props = Properties(PacketTypes.PUBLISH)
         props.CorrelationData = m.properties.CorrelationData
         client.publish(m.properties.ResponseTopic, m.payload, qos=1, properties=props)
 
-    responder.on_message = echo
-    _subscribe(responder, req_topic)
-    got = threading.Event()
-    requester.on_message = lambda *a: got.set()
-    _subscribe(requester, rep_topic)
-    samples = []
-    try:
-        for i in range(n + warmup):
-            props = Properties(PacketTypes.PUBLISH)
-            props.ResponseTopic = rep_topic
-            props.CorrelationData = i.to_bytes(8, "big")
-            got.clear()
-            t = time.perf_counter()
-            requester.publish(req_topic, b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', qos=1,
-                              properties=props)
-            if not got.wait(5):
-                raise RuntimeError("raw echo did not answer")
-            if i >= warmup:
-                samples.append(time.perf_counter() - t)
-    finally:
-        for c in (responder, requester):
+    def round_trip(self) -> float:
+        self._count += 1
+        props = Properties(PacketTypes.PUBLISH)
+        props.ResponseTopic = self.rep_topic
+        props.CorrelationData = self._count.to_bytes(8, "big")
+        self._got.clear()
+        t = time.perf_counter()
+        self.requester.publish(self.req_topic, self.payload, qos=1, properties=props)
+        if not self._got.wait(5):
+            raise RuntimeError("raw echo did not answer")
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        for c in (self.responder, self.requester):
             c.disconnect()
             c.loop_stop()
-    return percentiles(samples)
 
 
 def stream_rate(ep: BrokerEndpoint, n: int = 5000, payload: bytes = b"x" * 200) -> dict:

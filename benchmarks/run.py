@@ -29,21 +29,43 @@ SEND_TARGET = 1.5  # kit SendMessage round trip at most this many times the raw 
 STREAM_TARGET = 0.6  # kit stream events/s at least this fraction of the raw publish loop
 
 
-def kit_round_trip(url: str, n: int = 1000, warmup: int = 50) -> dict:
-    echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit="kit", broker=url,
-                     options=ResponderOptions(inline=True))  # as `serve echo` runs it
-    req = Requester("bench-req", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
-    samples = []
+class KitEcho:
+    """The kit's SendMessage round trip: a Requester and an echo agent run as ``serve echo`` runs it
+    (handler on the network thread). ``round_trip()`` times one ``send``."""
+
+    def __init__(self, url: str):
+        self.echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit="kit", broker=url,
+                              options=ResponderOptions(inline=True))
+        self.req = Requester("bench-req", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
+
+    def round_trip(self) -> float:
+        t = time.perf_counter()
+        self.req.send("bench-echo", "ping")
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        self.req.close()
+        self.echo.stop()
+
+
+def paired_round_trips(ep, url: str, n: int = 1000, batch: int = 50, warmup: int = 50) -> tuple[dict, dict]:
+    """``n`` raw and ``n`` kit round trips, both set up at once and run in alternating batches of
+    ``batch``: a machine that gets busier or quieter during the run slows both alike."""
+    raw, kit = raw_floor.RawEcho(ep), KitEcho(url)
+    raws: list[float] = []
+    kits: list[float] = []
     try:
-        for i in range(n + warmup):
-            t = time.perf_counter()
-            req.send("bench-echo", "ping")
-            if i >= warmup:
-                samples.append(time.perf_counter() - t)
+        for _ in range(warmup):
+            raw.round_trip()
+            kit.round_trip()
+        while len(raws) < n:
+            k = min(batch, n - len(raws))
+            raws += [raw.round_trip() for _ in range(k)]
+            kits += [kit.round_trip() for _ in range(k)]
     finally:
-        req.close()
-        echo.stop()
-    return raw_floor.percentiles(samples)
+        kit.close()
+        raw.close()
+    return raw_floor.percentiles(raws), raw_floor.percentiles(kits)
 
 
 def kit_stream_rate(url: str, n: int = 5000) -> dict:
@@ -83,11 +105,10 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
         burst: int = 400, echo_n: int = 5000, say: Callable[[str], None] = print) -> dict:
     ep = resolve(url)
     url = ep.url_with_secret
-    say(f"broker {ep.url}; {rounds} interleaved rounds of {n} round trips and {stream_n} stream events")
+    say(f"broker {ep.url}; {n} raw and {n} kit round trips in alternating batches, then {rounds} interleaved "
+        f"rounds of {stream_n} stream events")
     results: dict = {"broker": ep.url, "rounds": rounds}
-    raws, kits = _interleaved(rounds, lambda: raw_floor.request_reply(ep, n), lambda: kit_round_trip(url, n))
-    results["raw_request_reply"] = _median_run(raws, "median_ms")
-    results["kit_send"] = _median_run(kits, "median_ms")
+    results["raw_request_reply"], results["kit_send"] = paired_round_trips(ep, url, n)
     ratio = results["kit_send"]["median_ms"] / results["raw_request_reply"]["median_ms"]
     results["send_ratio"] = ratio
     say(f"raw paho request/reply     median {results['raw_request_reply']['median_ms']:.3f} ms, "
