@@ -3,7 +3,7 @@
 :class:`SketchAgent` is an A2A-over-MQTT responder written directly on a
 :class:`~a2a_nb.mqtt.session.Session`, without the kit's Responder: every task completes at once with
 an echo of its text (a streamed request gets WORKING, one artifact and COMPLETED). It reuses the
-kit's pure rules (``protocol.inbound`` checks each request) and answers on paho's network thread,
+kit's pure rules (``protocol.inbound`` checks each request) and answers on the session's network thread,
 which only suits work this quick.
 
 :class:`Mistakes` switches on one habit each that breaks a rule of the profile, the kind of thing an
@@ -78,7 +78,7 @@ class SketchAgent:
         return MqttMessage(topics.discovery_topic(self.org, self.unit, self.agent), encode_json(self.card), qos=1,
                            retain=True, user_properties=properties.presence_properties(status, source))
 
-    # -- requests (paho's network thread) ----------------------------------------------------------------
+    # -- requests (the session's network thread) --------------------------------------------------------
     def _on_request(self, msg: MqttMessage) -> None:
         if self.mistakes.text_correlation and msg.correlation_data is not None:
             try:
