@@ -8,9 +8,10 @@ once, so a reader thread blocked on a reply stream is woken once per item, and e
 that thread and paho's network thread take turns at Python's GIL around each of the ~8 system calls
 paho makes per message (measured: about half of a stream's cost, see ``python -m a2a_nb bench``).
 This loop reads while messages keep coming (up to ``burst`` of them), then hands the whole burst
-over: a waiting reader wakes once per burst, not once per message. Publishes from other threads
-wake the loop only when it has nothing to write yet (paho calls ``on_socket_register_write`` once
-until the socket has been written), not once per publish.
+over: a waiting reader wakes once per burst, not once per message. A thread that publishes while
+the network thread waits in ``select`` writes its packet itself, instead of waking that thread to
+do it. Every paho call on the connection is made holding ``paho_lock``, so paho never reads or
+writes on two threads at once.
 
 Profile: Client Session Requirements (reconnect with backoff; the session renews its
 subscriptions from ``on_connect``).
@@ -47,6 +48,7 @@ class NetworkLoop:
         self.bursts = 0  # hand-overs so far: fewer than the messages whenever they came in runs
         self._arrived: list["mqtt.MQTTMessage"] = []
         self._stopping = threading.Event()
+        self.paho_lock = threading.Lock()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -84,8 +86,19 @@ class NetworkLoop:
         self._arrived.append(message)  # handed over with the rest of its burst
 
     def _wake_for_write(self, client, userdata, sock) -> None:
-        """paho has something to write: wake the thread, unless this is it (it writes next anyway)."""
-        if threading.current_thread() is not self._thread:
+        """paho has something to write. This thread writes it after what it is doing; another
+        thread writes it at once when paho is free, else wakes this thread. It never waits for
+        the lock: paho calls this holding locks of its own, which this thread may need."""
+        if threading.current_thread() is self._thread:
+            return
+        if not self.paho_lock.acquire(blocking=False):
+            self.wake()
+            return
+        try:
+            rc = client.loop_write()
+        finally:
+            self.paho_lock.release()
+        if rc or client.want_write():  # a lost connection or a full socket: this thread takes over
             self.wake()
 
     # -- the thread --------------------------------------------------------------------------------
@@ -111,22 +124,24 @@ class NetworkLoop:
             # closed the socket and called on_disconnect: the next turn reconnects
             if (sock in readable or timeout == 0.0) and self._read_burst():
                 continue
-            if c.want_write() and c.loop_write():
-                continue
-            if self._stopping.is_set() and not c.want_write():
-                return
-            c.loop_misc()  # keepalive: PINGREQ when due, a lost connection when PINGRESP is late
+            with self.paho_lock:
+                if c.want_write() and c.loop_write():
+                    continue
+                if self._stopping.is_set() and not c.want_write():
+                    return
+                c.loop_misc()  # keepalive: PINGREQ when due, a lost connection when PINGRESP is late
 
     def _read_burst(self) -> int:
         """Read messages while they keep coming, then hand them over together; paho's return code."""
         rc = 0
-        for _ in range(self.burst):
-            before = len(self._arrived)
-            rc = self.client.loop_read()
-            if rc or len(self._arrived) == before:
-                break  # nothing more to read now (or another packet type: select tells if more wait)
-        burst, self._arrived = self._arrived, []
-        if burst:
+        with self.paho_lock:
+            for _ in range(self.burst):
+                before = len(self._arrived)
+                rc = self.client.loop_read()
+                if rc or len(self._arrived) == before:
+                    break  # nothing more to read now (or another packet type: select tells if more wait)
+            burst, self._arrived = self._arrived, []
+        if burst:  # handlers run without the lock: they publish, and other threads may write meanwhile
             self.bursts += 1
             try:
                 self.deliver(burst)
@@ -146,6 +161,7 @@ class NetworkLoop:
             return
         self._delay = min(self._delay * 2, self.max_delay)
         try:
-            self.client.reconnect()
+            with self.paho_lock:
+                self.client.reconnect()
         except (OSError, ValueError) as exc:  # broker still away: try again after the next delay
             log.debug("reconnect failed: %s", exc)

@@ -323,3 +323,40 @@ def test_messages_that_arrive_together_are_handed_over_together_in_order(broker_
     assert receiver.received == 400
     # 4 here (up to 100 a burst); a broker that sends fewer unacknowledged messages at once needs more
     assert receiver.bursts - bursts_before <= 20
+
+
+def test_threads_publishing_at_once_while_messages_arrive_lose_and_mix_nothing(broker_url):
+    """Publishing threads write their own packets when the network thread is free, else hand them
+    to it; reads and writes of one connection never overlap (network_loop.py's ``paho_lock``).
+    Four threads publish 300 messages each from a session that is receiving a flood at the same
+    time, up to 20 kB each (so the socket fills and writes come back partial): every message
+    arrives once, intact, in each thread's order."""
+    import threading
+
+    busy = Session("acme", "support", "busy-writer", broker=broker_url)
+    other = Session("acme", "support", "flooder", broker=broker_url)
+    sink = Session("acme", "support", "sink", broker=broker_url)
+    out_topic, in_topic = "$a2a/v1/reply/acme/support/sink/x", "$a2a/v1/reply/acme/support/busy-writer/x"
+    got: "queue.Queue[bytes]" = queue.Queue()
+    flood_in: "queue.Queue[bytes]" = queue.Queue()
+    sink.subscribe(out_topic, handler=lambda m: got.put(m.payload))
+    busy.subscribe(in_topic, handler=lambda m: flood_in.put(m.payload))
+
+    def publish_from(k: int) -> None:
+        for i in range(300):
+            busy.publish_nowait(MqttMessage(out_topic, f"{k}:{i}:".encode() + b"x" * (i % 50) * 400))
+
+    threads = [threading.Thread(target=publish_from, args=(k,)) for k in range(4)]
+    flood = [other.publish_nowait(MqttMessage(in_topic, str(i).encode())) for i in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert all(p.result(5).accepted for p in flood)
+    seen: dict[int, list[int]] = {k: [] for k in range(4)}
+    for _ in range(1200):
+        k, i, pad = wait_for(got, 10).split(b":")
+        assert pad == b"x" * (int(i) % 50) * 400
+        seen[int(k)].append(int(i))
+    assert all(seen[k] == list(range(300)) for k in range(4))
+    assert sorted(int(wait_for(flood_in)) for _ in range(200)) == list(range(200))
