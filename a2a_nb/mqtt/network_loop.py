@@ -65,14 +65,12 @@ class NetworkLoop:
         self._delay = self.min_delay
 
     def stop(self, timeout: float = 5.0) -> None:
-        """End the thread once what paho still has to write (a DISCONNECT) is written."""
+        """End the thread once what paho still has to write (a DISCONNECT) is written; called on the
+        thread itself (a handler closing its own session), it ends after the handler returns."""
         self._stopping.set()
         self.wake()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self._wake_r.close()
-            self._wake_w.close()
 
     def wake(self) -> None:
         """Make the thread leave ``select`` now (a byte on its own socket pair)."""
@@ -103,6 +101,13 @@ class NetworkLoop:
 
     # -- the thread --------------------------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            self._turns()
+        finally:
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _turns(self) -> None:
         c = self.client
         while True:
             sock = c.socket()
@@ -114,10 +119,9 @@ class NetworkLoop:
             pending = getattr(sock, "pending", None)  # TLS: bytes already decrypted wait in the socket
             timeout = 0.0 if pending is not None and pending() else 1.0
             try:
-                readable, writable, _ = select.select([sock, self._wake_r], [sock] if c.want_write() else [], [],
-                                                      timeout)
+                readable = select.select([sock, self._wake_r], [sock] if c.want_write() else [], [], timeout)[0]
             except (OSError, ValueError):  # the socket was closed under us (kill_socket, a disconnect)
-                readable, writable = [], []
+                readable = []
             if self._wake_r in readable:
                 self._drain_wake()
             # paho's loop_* methods return 0 (MQTT_ERR_SUCCESS), or an error code after which paho has
