@@ -64,10 +64,14 @@ class NetworkLoop:
         """A CONNACK accepted us: the next lost connection starts again from the shortest delay."""
         self._delay = self.min_delay
 
+    def stop_reconnecting(self) -> None:
+        """No new connection from now on: the thread ends with the connection it has."""
+        self._stopping.set()
+
     def stop(self, timeout: float = 5.0) -> None:
         """End the thread once what paho still has to write (a DISCONNECT) is written; called on the
         thread itself (a handler closing its own session), it ends after the handler returns."""
-        self._stopping.set()
+        self.stop_reconnecting()
         self.wake()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)

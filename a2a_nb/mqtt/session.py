@@ -3,10 +3,11 @@
 It holds a plain ``paho.mqtt.client.Client`` and uses only paho's documented methods and callbacks
 (``connect``, ``publish``, ``subscribe``, ``on_message``, ``on_publish``, ...): paho reads and writes
 every packet, on the session's own network thread (``network_loop.py``: paho's external-loop API,
-which hands over messages that arrive together in one go). The session turns each delivered ``MQTTMessage`` into a plain
-:class:`~a2a_nb.protocol.packet.MqttMessage` handed to a handler, waits for PUBACK/SUBACK so callers
-see broker reason codes (code 16 "No matching subscribers" is surfaced), sets TCP_NODELAY on the
-socket (the "40 ms trap"), keeps one live client per client ID and resubscribes after a reconnect.
+which hands over messages that arrive together in one go). The session turns each delivered
+``MQTTMessage`` into a plain :class:`~a2a_nb.protocol.packet.MqttMessage` handed to a handler,
+waits for PUBACK/SUBACK so callers see broker reason codes (code 16 "No matching subscribers" is
+surfaced), sets TCP_NODELAY on every socket (the "40 ms trap"), keeps one live client per client
+ID and resubscribes after a reconnect.
 
 Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
 QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties),
@@ -508,6 +509,8 @@ class Session:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        if self._loop is not None:
+            self._loop.stop_reconnecting()  # before the cut: the thread must not connect again
         sock = self._client.socket()
         if isinstance(sock, socket.socket):
             try:
