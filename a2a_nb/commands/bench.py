@@ -10,9 +10,10 @@ from .common import CliError, non_negative_int, positive_int
 def register(sub) -> None:
     b = sub.add_parser("bench", help="the kit against raw paho-mqtt on the same broker, in one run")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
-    b.add_argument("-n", type=positive_int, default=1000, help="round trips (default 1000)")
+    b.add_argument("-n", type=positive_int, default=1000,
+                   help="round trips of each, raw and kit, in alternating batches of 50 (default 1000)")
     b.add_argument("--stream-n", type=positive_int, default=5000, help="stream events (default 5000)")
-    b.add_argument("--rounds", type=positive_int, default=3, help="interleaved raw/kit rounds; medians reported (default 3)")
+    b.add_argument("--rounds", type=positive_int, default=3, help="interleaved raw/kit stream rounds; medians reported (default 3)")
     b.add_argument("--load-tasks", type=non_negative_int, default=200,
                    help="concurrent tasks × 20 stream events through a desk and a pool of 4 (0 = skip; default 200)")
     b.add_argument("--burst", type=non_negative_int, default=400,
