@@ -4,8 +4,8 @@ Profile: Discovery Publisher Behavior, Presence and Liveness (retained card with
 last will, offline on graceful stop), Request/Reply Mapping 3-7, Error Handling and Deduplication,
 Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10.
 
-Requests arrive on the session's network thread and are only queued there; a small pool of worker threads
-checks and executes them. A crash in a handler fails that task, never the agent.
+Requests arrive on the session's network thread and are only queued there; a small pool of worker
+threads checks and executes them. A crash in a handler fails that task, never the agent.
 """
 from __future__ import annotations
 
