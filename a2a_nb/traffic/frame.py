@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any, Iterable, Mapping, Optional, Union
+from itertools import islice
+from typing import Any, Iterable, Iterator, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -115,7 +116,7 @@ def recorded_frame(records: list) -> pd.DataFrame:
         columns = _columns_of(records)
     except (KeyError, TypeError):
         columns = _columns_of([complete_record(k, r) for k, r in enumerate(records)])
-    df = _object_frame(columns, len(records)).astype(_TYPED)
+    df = pd.DataFrame(columns, dtype=object, copy=False).astype(_TYPED)  # object: None stays None
     df.insert(0, "i", df.index.to_series().astype("int64"))
     df.insert(2, "dt", df["t"] - (df["t"].iloc[0] if len(df) else 0.0))
     return df
@@ -124,38 +125,35 @@ def recorded_frame(records: list) -> pd.DataFrame:
 _RECORD_ROW = itemgetter(*RECORD_COLUMNS)
 
 
-def _columns_of(records: list[dict], block: int = 2048) -> dict[str, list]:
-    """``RECORD_COLUMNS`` as lists, a block of records at a time: each record is read once, and
-    its row tuple is gone before Python's cyclic GC moves it to an old generation (a few hundred
-    thousand live tuples that hold dicts would make the GC walk the whole recording again)."""
-    columns: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
-    for start in range(0, len(records), block):
-        rows = list(map(_RECORD_ROW, records[start:start + block]))
-        for k, values in enumerate(columns.values()):
-            values.extend(map(itemgetter(k), rows))
-    return columns
+def _columns_of(records: list[dict]) -> dict[str, np.ndarray]:
+    """``RECORD_COLUMNS`` as object arrays (each record is read once)."""
+    return _transpose(map(_RECORD_ROW, records), RECORD_COLUMNS, len(records))
 
 
-def _object_frame(columns: Mapping[str, Iterable], n: int) -> pd.DataFrame:
-    """``n`` Python values per column as object columns, kept as they are (pandas would infer
-    types: ints with None would become floats with NaN, text a string dtype)."""
-    return pd.DataFrame({name: np.fromiter(values, dtype=object, count=n) for name, values in columns.items()},
-                        dtype=object, copy=False)
+def _transpose(rows: Iterator[tuple], columns: tuple, n: int, block: int = 2048) -> dict[str, np.ndarray]:
+    """``n`` row tuples as one object array per column, a block of rows at a time.
 
-
-def _split(rows: list[tuple], columns: tuple) -> dict[str, Iterable]:
-    """Tuples (one per row) as one iterable per column.
-
-    Column by column with ``itemgetter``: ``zip(*rows)`` would make one iterator object per row,
-    and a few hundred thousand short-lived containers make Python's cyclic GC walk the whole
-    recording again.
+    Each row tuple is gone before Python's cyclic GC moves it to an older generation: a few
+    hundred thousand live tuples would make the GC walk them again and again while the frame is
+    built (``zip(*rows)`` would also make one iterator object per row). ``np.fromiter`` keeps
+    each value as it is (a list stays one value).
     """
-    return {name: map(itemgetter(k), rows) for k, name in enumerate(columns)}
+    arrays = [np.empty(n, dtype=object) for _ in columns]
+    start = 0
+    while chunk := list(islice(rows, block)):
+        end = start + len(chunk)
+        for k, array in enumerate(arrays):
+            array[start:end] = np.fromiter(map(itemgetter(k), chunk), dtype=object, count=len(chunk))
+        start = end
+    return dict(zip(columns, arrays))
 
 
-def _rows_frame(rows: list[tuple], columns: tuple) -> pd.DataFrame:
-    """Tuples of Python values (one per row) as the object columns ``columns``."""
-    return _object_frame(_split(rows, columns), len(rows))
+def _rows_frame(rows: Iterator[tuple], columns: tuple, n: int) -> pd.DataFrame:
+    """``n`` tuples of Python values (one per row) as the object columns ``columns``.
+
+    ``dtype=object`` keeps each value as it is (pandas would infer types: ints with None would
+    become floats with NaN, text a string dtype)."""
+    return pd.DataFrame(_transpose(rows, columns, n), dtype=object, copy=False)
 
 
 # -- 2. what the topic says --------------------------------------------------------------------------
@@ -176,7 +174,7 @@ def topic_info(topic: Optional[str]) -> tuple:
 def topic_frame(topics: pd.Series) -> pd.DataFrame:
     """``TOPIC_COLUMNS`` for each topic; each distinct topic is parsed once (``pd.factorize``)."""
     codes, distinct = pd.factorize(topics, use_na_sentinel=False)
-    parsed = _rows_frame([topic_info(topic) for topic in distinct], TOPIC_COLUMNS)
+    parsed = _rows_frame(map(topic_info, distinct), TOPIC_COLUMNS, len(distinct))
     return parsed.take(codes).set_axis(topics.index)
 
 
@@ -197,11 +195,12 @@ def message_frame(df: pd.DataFrame) -> pd.DataFrame:
     then the ``a2a-task-id`` / ``a2a-context-id`` user properties); a topic outside the profile
     names none.
     """
-    described = list(map(_describe, df["kind"].tolist(), df["payload_json"].tolist(), df["user_properties"].tolist(),
-                         df["payload_b64"].tolist(), df["payload_format"].tolist()))
-    columns = _split(described, ID_COLUMNS + PAYLOAD_COLUMNS + BINDING_COLUMNS)
+    described = map(_describe, df["kind"].to_numpy(), df["payload_json"].to_numpy(), df["user_properties"].to_numpy(),
+                    df["payload_b64"].to_numpy(), df["payload_format"].to_numpy())
+    columns = _transpose(described, ID_COLUMNS + PAYLOAD_COLUMNS + BINDING_COLUMNS, len(df))
     from_agent, to_agent = _ends(df)
-    return _object_frame({**columns, "from_agent": from_agent, "to_agent": to_agent}, len(df)).set_axis(df.index)
+    columns.update(from_agent=from_agent, to_agent=to_agent)
+    return pd.DataFrame(columns, index=df.index, dtype=object, copy=False)
 
 
 _NO_PROPERTIES: dict[str, str] = {}
