@@ -343,8 +343,12 @@ def pair_replies(df: pd.DataFrame) -> pd.DataFrame:
     if len(requests) and len(replies):
         earlier = pd.merge_asof(replies, requests.rename(columns={"i": "request"}), left_on="i",
                                 right_on="request", by="correlation", direction="backward")
-        later = requests.drop_duplicates("correlation", keep="last").set_index("correlation")["i"]
-        found = earlier["request"].fillna(earlier["correlation"].map(later)).dropna().astype("int64")
+        found = earlier["request"]
+        unmatched = found.isna()
+        if unmatched.any():  # replies recorded before their request: the last request with their Correlation Data
+            last = requests.drop_duplicates("correlation", keep="last").set_index("correlation")["i"]
+            found = found.fillna(earlier.loc[unmatched, "correlation"].map(last))
+        found = found.dropna().astype("int64")
         rows, req = earlier.loc[found.index, "i"].to_numpy(), found.to_numpy()
         _inherit(df, rows, req)
     from_agent = df["from_agent"].to_numpy(copy=True)
