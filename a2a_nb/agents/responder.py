@@ -47,8 +47,8 @@ class ResponderOptions:
 
     ``workers``: threads that execute requests; ``max_pending``: requests waiting for a worker before
     new ones are answered -32004 (busy). ``inline``: run the handler on the network thread instead of a
-    worker (one thread switch less per request); only for handlers that answer at once and never
-    block, such as echo. ``binary_artifacts``: honour a request for the native binary artifact mode.
+    worker (one thread switch less per request; no worker threads are started); only for handlers that
+    answer at once and never block, such as echo. ``binary_artifacts``: honour a request for the native binary artifact mode.
     ``keepalive``: MQTT keep-alive in seconds (the last will fires after 1.5 times this).
     ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
     ``reply_namespaces``: the only topic prefixes replies go to (default ``$a2a/v1/reply/{org}/{unit}/``);
@@ -133,7 +133,7 @@ class Responder:
         self.session.on_reconnect = self._on_reconnect
         self.session.on_close = self._closed_without_stop
         self.runtime.register(self)
-        for i in range(self.options.workers):
+        for i in range(0 if self.options.inline else self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)

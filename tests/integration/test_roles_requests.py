@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from a2a_nb.agents import Requester, RequestTimeout, Responder, SqliteTaskStore, TaskRuntime
+from a2a_nb.agents import Requester, RequestTimeout, Responder, ResponderOptions, SqliteTaskStore, TaskRuntime
 from a2a_nb.protocol import retry as retry_mod
 from a2a_nb.protocol.errors import A2AError
 from a2a_nb.protocol.packet import MqttMessage, encode_json
@@ -461,6 +461,22 @@ def test_a_message_answer_is_returned_as_a_message(broker_url, traffic):
     assert reply.task is None and reply.message["role"] == "ROLE_AGENT"
     assert reply.text == "re: hello"
     assert reply.message["taskId"] == traffic.requests(agent, "SendMessage")[0][1]["params"]["message"]["taskId"]
+
+
+def test_an_inline_responder_answers_on_its_network_thread_and_starts_no_workers(broker_url, traffic):
+    agent = uid("inline")
+    threads = []
+
+    def handler(ctx):
+        threads.append(threading.current_thread().name)
+        ctx.respond(ctx.text)
+
+    Responder(agent, handler, broker=broker_url, options=ResponderOptions(inline=True))
+    req = Requester(uid("coord"), broker=broker_url, retry=FAST)
+    assert req.send(agent, "ping").text == "ping"
+    assert req.send(agent, "pong").text == "pong"
+    assert threads == [f"mqtt-{ORG}/{UNIT}/{agent}"] * 2  # the session's network thread, both times
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(f"{agent}-worker-")]
 
 
 def test_list_tasks_pages_through_every_task_of_a_context(broker_url, traffic):
