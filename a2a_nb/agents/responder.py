@@ -48,7 +48,8 @@ class ResponderOptions:
     ``workers``: threads that execute requests; ``max_pending``: requests waiting for a worker before
     new ones are answered -32004 (busy). ``inline``: run the handler on the network thread instead of a
     worker (one thread switch less per request; no worker threads are started); only for handlers that
-    answer at once and never block, such as echo. ``binary_artifacts``: honour a request for the native binary artifact mode.
+    answer at once and never block, such as echo. ``binary_artifacts``: honour a request for the native
+    binary artifact mode.
     ``keepalive``: MQTT keep-alive in seconds (the last will fires after 1.5 times this).
     ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
     ``reply_namespaces``: the only topic prefixes replies go to (default ``$a2a/v1/reply/{org}/{unit}/``);
