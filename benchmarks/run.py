@@ -11,6 +11,7 @@ routing table are bounded, so memory levels off); see ``load.run_desk_burst`` / 
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from typing import Callable, Optional
 
 from a2a_nb.agents.requester import Requester
@@ -51,10 +52,9 @@ class KitEcho:
 def paired_round_trips(ep, url: str, n: int = 1000, batch: int = 50, warmup: int = 50) -> tuple[dict, dict]:
     """``n`` raw and ``n`` kit round trips, both set up at once and run in alternating batches of
     ``batch``: a machine that gets busier or quieter during the run slows both alike."""
-    raw, kit = raw_floor.RawEcho(ep), KitEcho(url)
     raws: list[float] = []
     kits: list[float] = []
-    try:
+    with closing(raw_floor.RawEcho(ep)) as raw, closing(KitEcho(url)) as kit:  # raw closes even if kit fails to start
         for _ in range(warmup):
             raw.round_trip()
             kit.round_trip()
@@ -62,9 +62,6 @@ def paired_round_trips(ep, url: str, n: int = 1000, batch: int = 50, warmup: int
             k = min(batch, n - len(raws))
             raws += [raw.round_trip() for _ in range(k)]
             kits += [kit.round_trip() for _ in range(k)]
-    finally:
-        kit.close()
-        raw.close()
     return raw_floor.percentiles(raws), raw_floor.percentiles(kits)
 
 
