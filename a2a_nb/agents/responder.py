@@ -5,7 +5,8 @@ last will, offline on graceful stop), Request/Reply Mapping 3-7, Error Handling 
 Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10.
 
 Requests arrive on the session's network thread and are only queued there; a small pool of worker
-threads checks and executes them. A crash in a handler fails that task, never the agent.
+threads checks and executes them (an ``inline`` agent, such as echo, runs them on the network thread
+and has no workers). A crash in a handler fails that task, never the agent.
 """
 from __future__ import annotations
 
