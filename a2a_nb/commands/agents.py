@@ -9,8 +9,8 @@ import threading
 import time
 from typing import Optional
 
-from .common import (CliError, UsageError, add_scope, non_negative_seconds, one_of, positive_int, positive_seconds,
-                     wait_for_signal)
+from .common import (CliError, UsageError, add_scope, check_recording_target, non_negative_seconds, one_of,
+                     positive_int, positive_seconds, wait_for_signal)
 
 HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
 """Same as ``story.cast.HANDOVER_PLANS`` (spelled out so the parser does not import the cast; a test checks)."""
@@ -277,8 +277,6 @@ def cmd_story(args: argparse.Namespace) -> int:
 def _check_story_outputs(args: argparse.Namespace) -> None:
     """``--record`` and ``--charts`` are checked before the story starts, not after it ran (exit 2)."""
     from pathlib import Path
-
-    from .traffic import check_recording_target
 
     if args.record:
         check_recording_target(args.record, "--record")

@@ -37,7 +37,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _benchmarks():
     """``benchmarks.run`` from the repository the kit was installed from (the benchmarks are not part of
-    the installed package: ``pip install -e .`` of a clone, or running from the clone, finds them)."""
+    the installed package: ``pip install -e .`` of a clone, or running from the clone, finds them).
+
+    Only a missing ``benchmarks`` folder becomes the ``CliError`` below; any other import error (a
+    module the benchmarks need, such as httpx, not installed) keeps its own message."""
     import importlib
     import sys
     from pathlib import Path
@@ -47,7 +50,10 @@ def _benchmarks():
         sys.path.append(str(clone))
     try:
         return importlib.import_module("benchmarks.run")
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing != "benchmarks" and not missing.startswith("benchmarks."):
+            raise  # the benchmarks are there, a module they import is not: its own message names it
         raise CliError("the benchmarks live in the repository's benchmarks/ folder, next to a2a_nb/, and are not "
                        "installed with the package", hint="run `python -m a2a_nb bench` (or `make bench`) "
                        "from a clone of the repository") from None

@@ -1,14 +1,18 @@
 """What every sub-command shares: exit statuses, the two failures a command may raise itself, option
-types for argparse (``type=``), the ``--org/--unit/--broker`` options and the wait of a foreground server."""
+types for argparse (``type=``), the ``--org/--unit/--broker`` options, the wait of a foreground server
+(or of ``record``) and the check of a file to record into."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import signal
 import threading
-from typing import Callable
+import time
+from pathlib import Path
+from typing import Callable, Optional
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
 class CliError(Exception):
@@ -81,13 +85,49 @@ def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     return check
 
 
-def wait_for_signal() -> None:
-    """Block until Ctrl-C or SIGTERM (foreground servers)."""
+def wait_for_signal(timeout: Optional[float] = None) -> None:
+    """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit).
+
+    The previous signal handlers are back on return. Off the main thread Python cannot catch
+    signals, so there only the timeout ends the wait."""
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        pass
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while not stop.is_set():
+            left = 0.5 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                break
+            stop.wait(min(left, 0.5))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def check_recording_target(path: str, option: str = "--out") -> None:
+    """Refuse (``UsageError``, exit 2) to record into a folder or over a file that is not a recording.
+
+    An earlier recording may be replaced; any other file is left alone. Checked before connecting,
+    so a wrong path never costs a broker round trip (``record --out``, ``story --record``)."""
+    from ..traffic.records import FORMAT_VERSION
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {p} is a folder; give a file name such as {p / 'traffic.jsonl'}")
+    if not p.exists() or p.stat().st_size == 0:
+        return
+    try:
+        with p.open("r", encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+        ours = isinstance(first, dict) and first.get("v") == FORMAT_VERSION
+    except (ValueError, OSError):
+        ours = False
+    if not ours:
+        raise UsageError(f"{option} {p} exists and is not a recording; choose another file "
+                         "(record only replaces its own recordings)")
 
 
 def add_scope(p: argparse.ArgumentParser) -> None:

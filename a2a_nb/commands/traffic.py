@@ -2,14 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import signal
 import sys
-import threading
-import time
-from pathlib import Path
 
-from .common import EXIT_USAGE, UsageError, positive_seconds
+from .common import UsageError, check_recording_target, positive_seconds, wait_for_signal
 
 
 def register(sub) -> None:
@@ -34,29 +29,6 @@ def register(sub) -> None:
     lt.set_defaults(func=cmd_lint)
 
 
-def check_recording_target(path: str, option: str = "--out") -> None:
-    """Refuse (``UsageError``, exit 2) to record into a folder or over a file that is not a recording.
-
-    An earlier recording may be replaced; any other file is left alone. Checked before connecting,
-    so a wrong path never costs a broker round trip."""
-    from ..traffic.records import FORMAT_VERSION
-
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"{option} {p} is a folder; give a file name such as {p / 'traffic.jsonl'}")
-    if not p.exists() or p.stat().st_size == 0:
-        return
-    try:
-        with p.open("r", encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-        ours = isinstance(first, dict) and first.get("v") == FORMAT_VERSION
-    except (ValueError, OSError):
-        ours = False
-    if not ours:
-        raise UsageError(f"{option} {p} exists and is not a recording; choose another file "
-                         "(record only replaces its own recordings)")
-
-
 def cmd_record(args: argparse.Namespace) -> int:
     from ..traffic.recorder import Recorder
 
@@ -64,32 +36,17 @@ def cmd_record(args: argparse.Namespace) -> int:
     try:
         rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False)
     except ValueError as exc:  # a filter outside $a2a/
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    stop = threading.Event()
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        raise UsageError(str(exc)) from None
+    rec.start()  # an unreachable broker raises SessionError: cli.main says so (exit 1)
+    url = rec.session.endpoint.url if rec.session else "?"
+    until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
+    print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
     try:
-        rec.start()  # an unreachable broker raises SessionError: cli.main says so (exit 1)
-        url = rec.session.endpoint.url if rec.session else "?"
-        until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
-        print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
-        deadline = None if args.seconds is None else time.monotonic() + args.seconds
-        try:
-            while not stop.is_set():
-                left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
-                if left <= 0:
-                    break
-                stop.wait(left)
-        finally:
-            rec.stop()
-        print(f"recorded {rec.count} messages to {args.out}", flush=True)
-        return 0
+        wait_for_signal(args.seconds)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        rec.stop()
+    print(f"recorded {rec.count} messages to {args.out}", flush=True)
+    return 0
 
 
 def cmd_lint(args: argparse.Namespace) -> int:

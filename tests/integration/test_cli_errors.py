@@ -205,6 +205,7 @@ def test_pool_targets_skip_the_card_check(env):
     (["bench", "--load-tasks", "-5"], "give a whole number, 0 or more"),
     (["serve", "analyst", "--pool", "p", "--members", "0"], "give a whole number of at least 1"),
     (["record", "--out", "x.jsonl", "--seconds", "0"], "give a number of seconds greater than 0"),
+    (["record", "--out", "x.jsonl", "--filter", "#"], "error: org_filter '#' must start with '$a2a/'"),
     (["broker", "--port", "70000"], "give a TCP port between 1 and 65535"),
     (["serve", "analyst"], "error: serve analyst needs --pool NAME"),
     (["send", "no/slash", "hi"], "error: "),

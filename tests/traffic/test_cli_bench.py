@@ -6,6 +6,9 @@ import secrets
 import threading
 import time
 
+import pytest
+
+from a2a_nb.commands.common import UsageError
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol.packet import MqttMessage
 from benchmarks.traffic import bench_load_traffic, bench_recorder, synthetic_records
@@ -46,10 +49,11 @@ def test_record_for_n_seconds(broker_url, tmp_path, capsys):
     assert len(read_records(out)) == 5
 
 
-def test_record_reports_a_bad_filter(tmp_path, capsys):
+def test_record_reports_a_bad_filter(tmp_path):
     args = parse(["record", "--out", str(tmp_path / "x.jsonl"), "--seconds", "0.1", "--filter", "#"])
-    assert run(args) == 2
-    assert "must start with '$a2a/'" in capsys.readouterr().err
+    with pytest.raises(UsageError, match=r"must start with '\$a2a/'") as refused:
+        run(args)
+    assert refused.value.status == 2  # what cli.main exits with, after printing "error: <message>"
 
 
 def test_lint_exit_codes(tmp_path, capsys):
