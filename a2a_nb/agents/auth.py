@@ -130,10 +130,10 @@ def required_scopes_from_card(card: Mapping[str, Any]) -> list[frozenset[str]]:
 
 
 def _jwt():
-    try:
-        import jwt
-    except ImportError:  # pragma: no cover - PyJWT is pinned in requirements.txt
-        raise RuntimeError("bearer token checks need PyJWT: pip install 'PyJWT[crypto]'") from None
+    """PyJWT, imported on first use: it loads ``cryptography`` (about 0.16 s), which an agent
+    without bearer tokens never needs."""
+    import jwt
+
     return jwt
 
 

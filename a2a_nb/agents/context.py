@@ -31,7 +31,7 @@ class TaskContext:
         self.message = message
         self._ids = ids
         self.response_message: Optional[dict] = None
-        self._cancel: threading.Event = runtime.entry(task_id).cancel
+        self._cancel: threading.Event = runtime.cancel_flag(task_id)
 
     # -- what came in ----------------------------------------------------------------------------------
     @property

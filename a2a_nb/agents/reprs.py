@@ -11,17 +11,10 @@ from typing import Any
 
 from ..protocol import states
 
-STATE_COLOURS = {
-    states.SUBMITTED: "#9e9e9e", states.WORKING: "#1e88e5", states.INPUT_REQUIRED: "#fb8c00",
-    states.AUTH_REQUIRED: "#8e24aa", states.COMPLETED: "#43a047", states.FAILED: "#e53935",
-    states.CANCELED: "#6d4c41", states.REJECTED: "#c62828",
-}
-
-
 def badge(state: Any) -> str:
     if not state:
         return ""
-    colour = STATE_COLOURS.get(state, "#607d8b")
+    colour = states.COLOURS.get(state, "#607d8b")
     return (f'<span style="background:{colour};color:white;border-radius:4px;padding:1px 6px;'
             f'font-family:monospace">{html.escape(states.short_name(state))}</span>')
 

@@ -79,7 +79,6 @@ class _Call:
         self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self.correlations: list[bytes] = []
         self.attempts: list[Attempt] = []
-        self.first_at: Optional[float] = None
         self.refused = False  # the last attempt's publish was refused: stop waiting for its reply
 
     def push(self, msg: MqttMessage) -> None:
@@ -353,7 +352,6 @@ class Requester:
     @staticmethod
     def _answered(call: _Call, first: MqttMessage) -> MqttMessage:
         """Mark the attempt whose Correlation Data the first reply echoes (maybe an earlier one)."""
-        call.first_at = time.time()
         corr = first.correlation_data.hex() if first.correlation_data else None
         for att in call.attempts:
             if att.correlation == corr:
@@ -628,7 +626,7 @@ class Stream:
     def _recover(self) -> StreamEvent:
         req = self.requester
         req._release(self._call)
-        if self.recoveries >= req.retry.max_attempts:
+        if not req.retry.can_recover(self.recoveries):
             self.done = True
             raise RequestTimeout(f"stream for task {self.task_id} stayed silent after {self.recoveries} recoveries")
         self.recoveries += 1

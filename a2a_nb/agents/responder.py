@@ -467,8 +467,7 @@ class Responder:
         with self.runtime.lock:
             rec = self._task_of(task_id, caller)
             inbound.check_cancel(rec.task if rec else None, task_id)
-            self.runtime.entry(task_id).cancel.set()
-            rec = self.runtime.update(task_id, state=states.CANCELED, force=True)
+            rec = self.runtime.cancel(task_id)
         self._reply_result(msg, v, rec, rec.task, pooled)
 
     def _list(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:

@@ -107,7 +107,7 @@ class TaskRuntime:
                 self.store.put(rec.with_owner(agent, self.clock()))  # the requester stays the task's
 
     # -- tasks -----------------------------------------------------------------------------------------
-    def entry(self, task_id: str) -> _TaskEntry:
+    def _entry(self, task_id: str) -> _TaskEntry:
         with self.lock:
             e = self._entries.get(task_id)
             if e is None:
@@ -154,7 +154,7 @@ class TaskRuntime:
                 return
             if rec is not None and listener.kind == STREAM and states.ends_stream(rec.state):
                 return
-            self.entry(task_id).listeners.append(listener)
+            self._entry(task_id).listeners.append(listener)
 
     def update(self, task_id: str, *, state: Optional[str] = None, status_message: Optional[dict] = None,
                artifact_event: Optional[dict] = None, append_history: Optional[dict] = None,
@@ -166,7 +166,7 @@ class TaskRuntime:
             if rec is None:
                 raise KeyError(task_id)
             before = rec.task
-            entry = self.entry(task_id)
+            entry = self._entry(task_id)
             if (entry.cancel.is_set() or rec.state == states.CANCELED) and not force:
                 raise TaskCanceled(task_id)
             task = dict(rec.task)
@@ -199,12 +199,23 @@ class TaskRuntime:
                 del self._entries[task_id]  # nothing more will happen to it: keep memory bounded
             return rec
 
+    def cancel(self, task_id: str) -> TaskRecord:
+        """CancelTask: the task becomes CANCELED and its handler's next runtime call, ``check_canceled``
+        or ``wait`` raises :class:`TaskCanceled` (the caller checked first that it may be canceled)."""
+        with self.lock:
+            self._entry(task_id).cancel.set()
+            return self.update(task_id, state=states.CANCELED, force=True)
+
+    def cancel_flag(self, task_id: str) -> threading.Event:
+        """Set once the task is canceled: what a handler checks, or waits on instead of sleeping."""
+        return self._entry(task_id).cancel
+
     def complete_with_message(self, task_id: str, message: dict) -> TaskRecord:
         """The handler answered with a Message: each waiting request gets ``{"message": ...}`` as its
         answer (a stream's only item), then the stored task completes with that message. The reply
         goes first: the bookkeeping overlaps its trip to the requester."""
         with self.lock:
-            entry = self.entry(task_id)
+            entry = self._entry(task_id)
             waiting, entry.listeners = [l for l in entry.listeners if not l.closed], []
             rec = self.store.get(task_id)
             for listener in waiting:
@@ -238,7 +249,7 @@ class TaskRuntime:
         """One artifact chunk: raw bytes to binary-mode stream listeners, base64 JSON to the others,
         and appended to the stored artifact (Profile: Optional MQTT Native Binary Artifact Mode)."""
         with self.lock:
-            entry = self.entry(task_id)
+            entry = self._entry(task_id)
             seqno = entry.chunk_seq.get(artifact_id, 0)
             entry.chunk_seq[artifact_id] = seqno + 1
             rec = self.record(task_id)

@@ -36,6 +36,7 @@ from ..traffic.charts import message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
 from ..traffic.records import from_record
 from .display import mqtt_properties_rows
+from .widgets import widget_bundle
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
 MARK_RGB = np.array([214, 39, 40], dtype=np.uint8)  # a red bar at the row's left edge
@@ -396,9 +397,7 @@ class TrafficPlayer:
         return steps_table_html(self.steps, self.fallback_rows)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from .widgets import _bundle
-
-        return _bundle(self.widget, self._repr_html_(), repr(self))
+        return widget_bundle(self.widget, self._repr_html_(), repr(self))
 
     def __repr__(self) -> str:
         return f"<TrafficPlayer {len(self.steps)} messages, at #{self.index}>"

@@ -11,7 +11,7 @@ starts a small daemon thread that calls ``refresh()`` whenever the table changed
 widget traits, under a lock, so they may come from any thread.
 
 Displayed in a notebook it sends the live widget AND a plain HTML snapshot (GitHub, nbviewer, a
-kernel-less export); without ipywidgets, or outside a kernel, only the HTML is offered.
+kernel-less export); outside a kernel only the HTML is offered.
 """
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ import threading
 import time
 from typing import Any, Iterable, Optional
 
-from ..protocol.routing import Address, RoutingTable
+import ipywidgets as W
 
-try:  # the view degrades to plain HTML without ipywidgets
-    import ipywidgets as W
-except ImportError:  # pragma: no cover - ipywidgets is a dependency of the kit
-    W = None
+from ..protocol.routing import Address, RoutingTable
+from .widgets import widget_bundle
 
 CAUSE_COLOURS = {"handover": "#1e88e5", "fallback": "#fb8c00", "pool-assigned": "#8e24aa"}
 
@@ -67,15 +65,13 @@ class RoutingTableView:
         self._seen: Optional[tuple] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self.widget = None
-        if W is not None:
-            self.button = W.Button(description="Refresh", icon="refresh", tooltip="rebuild from the routing table")
-            self.auto = W.Checkbox(value=False, description="auto refresh", indent=False)
-            self.caption = W.HTML()
-            self.html = W.HTML()
-            self.widget = W.VBox([W.HBox([self.button, self.auto]), self.caption, self.html])
-            self.button.on_click(lambda _b: self.refresh())
-            self.auto.observe(self._on_auto, names="value")
+        self.button = W.Button(description="Refresh", icon="refresh", tooltip="rebuild from the routing table")
+        self.auto = W.Checkbox(value=False, description="auto refresh", indent=False)
+        self.caption = W.HTML()
+        self.html = W.HTML()
+        self.widget = W.VBox([W.HBox([self.button, self.auto]), self.caption, self.html])
+        self.button.on_click(lambda _b: self.refresh())
+        self.auto.observe(self._on_auto, names="value")
         self.refresh()
         if auto:
             self.set_auto(True)
@@ -146,9 +142,8 @@ class RoutingTableView:
                        f"refreshed at {clock(time.time())}</small>")
             self.last_html = self.render()
             self._seen = self.signature()
-            if self.widget is not None:
-                self.caption.value = caption
-                self.html.value = self.last_html
+            self.caption.value = caption
+            self.html.value = self.last_html
             self.refreshes += 1
 
     # -- auto refresh ----------------------------------------------------------------------------------
@@ -157,7 +152,7 @@ class RoutingTableView:
 
     def set_auto(self, on: bool) -> None:
         """Start or stop refreshing whenever the routing table changes (checked every ``interval_s``)."""
-        if self.widget is not None and self.auto.value != on:
+        if self.auto.value != on:
             self.auto.value = on  # calls back into set_auto through the observer
             return
         if on and (self._thread is None or not self._thread.is_alive()):
@@ -184,21 +179,12 @@ class RoutingTableView:
     def close(self) -> None:
         """Stop auto refresh and close the widgets."""
         self.set_auto(False)
-        if self.widget is not None:
-            for w in (self.button, self.auto, self.caption, self.html, self.widget):
-                w.close()
+        for w in (self.button, self.auto, self.caption, self.html, self.widget):
+            w.close()
 
     # -- display -----------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        data = {"text/plain": repr(self), "text/html": self.last_html}
-        if self.widget is not None:
-            from .widgets import WIDGET_MIME, has_widget_frontend
-
-            if has_widget_frontend():
-                view = self.widget._repr_mimebundle_() or {}
-                if WIDGET_MIME in view:
-                    data[WIDGET_MIME] = view[WIDGET_MIME]
-        return data
+        return widget_bundle(self.widget, self.last_html, repr(self))
 
     def __repr__(self) -> str:
         routes = self._routes()

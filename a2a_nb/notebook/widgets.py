@@ -18,6 +18,7 @@ import threading
 from typing import Any, Iterable, Optional, Union
 
 import ipywidgets as W
+from IPython import get_ipython
 
 from ..protocol import messages, states
 from .display import agents_table_html
@@ -27,15 +28,13 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 def has_widget_frontend() -> bool:
     """True inside a Jupyter kernel (a frontend may render widgets); False in plain Python."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
-        return False
     shell = get_ipython()
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def _bundle(widget: W.Widget, snapshot_html: str, plain: str) -> dict:
+def widget_bundle(widget: W.Widget, snapshot_html: str, plain: str) -> dict:
+    """A view's MIME bundle: the live widget where a frontend can render it, always with an HTML
+    snapshot and text (what GitHub, nbviewer and nbval show)."""
     data = {"text/plain": plain, "text/html": snapshot_html}
     if has_widget_frontend():
         view = widget._repr_mimebundle_() or {}
@@ -133,7 +132,7 @@ class DiscoveryBrowser:
 
     # -- display -----------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return _bundle(self.widget, self.known.value + self.table.value, repr(self))
+        return widget_bundle(self.widget, self.known.value + self.table.value, repr(self))
 
     def __repr__(self) -> str:
         return f"<DiscoveryBrowser {len(self.entries())} agent(s) shown, filter {self.filter.value!r}>"
@@ -288,7 +287,7 @@ class SendForm:
         body = "\n".join(self.lines) or "(no events yet)"
         snapshot = ("<p><small>send form (interactive in JupyterLab with a running kernel); events so far:"
                     f"</small></p><pre>{html.escape(body)}</pre>")
-        return _bundle(self.widget, snapshot, repr(self))
+        return widget_bundle(self.widget, snapshot, repr(self))
 
     def __repr__(self) -> str:
         return f"<SendForm to {list(self.agent.options)}, {len(self.lines)} event line(s)>"

@@ -72,6 +72,12 @@ class RetryProfile:
         """
         return not got_any_reply and attempts_made < self.max_attempts
 
+    def can_recover(self, recoveries_made: int) -> bool:
+        """May a stream that stalled for ``stream_idle_timeout_s`` be recovered once more, after
+        ``recoveries_made`` recoveries? Recovery is a follow-up (``GetTask``, then a new subscription),
+        never a republish of the request (rule 8); it gets the same budget as attempts (rule 6)."""
+        return recoveries_made < self.max_attempts
+
     def delays(self, rng: random.Random) -> tuple[float, ...]:
         """The waits between all attempts of one operation (``max_attempts - 1`` values)."""
         return tuple(self.backoff(i, rng) for i in range(1, self.max_attempts))

@@ -22,6 +22,13 @@ INTERRUPTED = frozenset({INPUT_REQUIRED, AUTH_REQUIRED})
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELED, REJECTED})
 ALL_STATES = ACTIVE | INTERRUPTED | TERMINAL
 
+COLOURS = MappingProxyType({
+    SUBMITTED: "#9e9e9e", WORKING: "#1e88e5", INPUT_REQUIRED: "#fb8c00", AUTH_REQUIRED: "#8e24aa",
+    COMPLETED: "#43a047", FAILED: "#e53935", CANCELED: "#6d4c41", REJECTED: "#c62828",
+})
+"""How the kit draws each state, in its HTML badges and its charts alike: one table, so a learner
+sees a state in one colour everywhere."""
+
 _PREFIX = "TASK_STATE_"
 _ALIASES = MappingProxyType({"cancelled": CANCELED})
 

@@ -12,28 +12,19 @@ Subscription Dispatch 10), fallbacks to the card agent (Requester Retry and Time
 """
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Mapping
 from typing import Any, Optional
 
-import matplotlib
+import matplotlib.pyplot as plt  # headless (CI, a terminal over ssh), matplotlib draws with Agg by itself
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-if ("matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND")
-        and "ipykernel" not in sys.modules and sys.platform.startswith("linux")
-        and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
-    matplotlib.use("Agg")  # headless (CI, a terminal over ssh): draw to memory
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from ..protocol import states as S  # noqa: E402
-from .frame import (DISCOVERY, EVENTS_LANE, Source, handovers, latency_view, load_traffic, routing_view, short_state,  # noqa: E402
+from ..protocol import states as S
+from .frame import (DISCOVERY, EVENTS_LANE, Source, handovers, latency_view, load_traffic, routing_view, short_state,
                     state_transitions)
 
 WIDTH = 10.0
@@ -46,16 +37,6 @@ KIND_COLORS = {
     "event": "#9467bd",
 }
 ERROR_COLOR = "#d62728"
-STATE_COLORS = {
-    S.SUBMITTED: "#c7c7c7",
-    S.WORKING: "#1f77b4",
-    S.INPUT_REQUIRED: "#ff7f0e",
-    S.AUTH_REQUIRED: "#e6b800",
-    S.COMPLETED: "#2ca02c",
-    S.FAILED: "#d62728",
-    S.CANCELED: "#8c564b",
-    S.REJECTED: "#7b0000",
-}
 STATE_ORDER = [S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED, S.COMPLETED, S.FAILED, S.CANCELED,
                S.REJECTED]
 
@@ -330,7 +311,7 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
     seen: dict[str, None] = {}
     y_of = {t: k for k, t in enumerate(tasks)}
     for task, st, x0, x1 in zip(seg["task_id"], seg["state"], seg["start"], seg["end"]):
-        y, color = y_of[task], STATE_COLORS.get(st, "#333333")
+        y, color = y_of[task], S.COLOURS.get(st, "#333333")
         seen.setdefault(st, None)
         if S.is_terminal(st):
             (art,) = ax.plot([x0], [y], marker="s", ms=10, color=color, mec="black", mew=1.2, zorder=4)
@@ -354,7 +335,7 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
         title += f" (first {max_tasks} of {max_tasks + more} tasks)"
     ax.set_title(title)
     order = [s for s in STATE_ORDER if s in seen] + [s for s in seen if s not in STATE_ORDER]
-    handles: list[Any] = [Patch(facecolor=STATE_COLORS.get(s, "#333333"), hatch="//" if S.is_interrupted(s) else None,
+    handles: list[Any] = [Patch(facecolor=S.COLOURS.get(s, "#333333"), hatch="//" if S.is_interrupted(s) else None,
                                 edgecolor="black" if (S.is_interrupted(s) or S.is_terminal(s)) else "none",
                                 label=short_state(s) + (" (terminal)" if S.is_terminal(s) else ""))
                           for s in order]

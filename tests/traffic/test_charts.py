@@ -166,6 +166,32 @@ def test_state_timeline_shows_every_state_of_the_story_step_by_step():
     assert len(drawn(time_ax, "state")) == len(states_drawn)
 
 
+def test_importing_the_charts_keeps_the_backend_the_user_chose():
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")}
+    code = "import matplotlib; matplotlib.use('pdf'); import a2a_nb.traffic.charts; print(matplotlib.get_backend())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "pdf"
+
+
+def test_a_state_has_the_same_colour_in_the_chart_and_in_the_notebook_badges():
+    from matplotlib.colors import to_hex
+
+    from a2a_nb.agents.reprs import badge
+
+    ax = state_timeline(load_traffic(FULL)).axes[0]
+    colours: dict[str, set] = {}
+    for artist in ax.get_children():
+        gid = str(artist.get_gid() or "")
+        if gid.startswith("state:"):
+            colour = artist.get_facecolor() if hasattr(artist, "get_width") else artist.get_color()
+            colours.setdefault(gid.split(":", 2)[2], set()).add(to_hex(colour))
+    assert len(colours) >= 4  # submitted, working, input-required, completed at least
+    for state, drawn_in in colours.items():
+        assert drawn_in == {states.COLOURS[state]}
+        assert f"background:{states.COLOURS[state]}" in badge(state)
+
+
 def test_state_timeline_marks_where_each_task_went_on_its_row():
     df = load_traffic(FULL)
     names = story_names(df)

@@ -62,6 +62,11 @@ def test_can_retry_and_next_delay():
     assert R.DEFAULT.worst_case_s() == pytest.approx(3 * 15 + 1.2 + 2.4)
 
 
+def test_a_stalled_stream_is_recovered_at_most_max_attempts_times():
+    assert [R.DEFAULT.can_recover(n) for n in range(5)] == [True, True, True, False, False]
+    assert RetryProfile(max_attempts=1).can_recover(0) and not RetryProfile(max_attempts=1).can_recover(1)
+
+
 @pytest.mark.parametrize(
     "kw",
     [dict(reply_first_timeout_s=0), dict(stream_idle_timeout_s=-1), dict(max_attempts=0),

@@ -48,3 +48,9 @@ def test_short_names():
         S.from_short("done")
     with pytest.raises(ValueError):
         S.short_name("working")
+
+
+def test_every_state_has_one_distinct_colour():
+    assert set(S.COLOURS) == S.ALL_STATES
+    assert len(set(S.COLOURS.values())) == len(S.ALL_STATES)
+    assert all(c.startswith("#") and len(c) == 7 for c in S.COLOURS.values())
