@@ -55,7 +55,7 @@ from IPython.display import HTML
 
 import a2a_nb
 from a2a_nb.agents import Requester, Responder
-from a2a_nb.notebook.display import mqtt_side_by_side_html
+from a2a_nb.notebook.display import mqtt_side_by_side_html, publish_bytes_html
 from a2a_nb.protocol import IdSource, MqttMessage, encode_json, ids, jsonrpc, messages, states, topics
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
@@ -116,6 +116,16 @@ print("Correlation Data", preview.correlation_data.decode())
 print("Message Expiry  ", preview.message_expiry, "s")
 print("user properties ", preview.user_properties or "none")
 print(json.dumps(envelope, indent=2))
+
+# %% [markdown]
+# On the wire this is one MQTT v5 **PUBLISH** packet. `a2a_nb.mqtt.wire` spells it out piece by
+# piece: the fixed header (packet type, QoS, how many bytes follow), the topic, the packet
+# identifier that the broker's PUBACK will name, the properties (each an identifier byte, then its
+# value) and the JSON payload. A2A itself adds nothing else: everything the binding needs travels in
+# the topic and the properties.
+
+# %%
+HTML(publish_bytes_html(preview, mid=1))
 
 # %% [markdown]
 # When it really sends, the requester draws a fresh JSON-RPC `id` and fresh Correlation Data for

@@ -49,7 +49,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ..protocol import errors, properties
+from ..protocol import errors, inbound, properties
 from ..protocol.errors import A2AError
 from ..protocol.packet import MqttMessage
 
@@ -274,18 +274,19 @@ class BearerPolicy:
         return outcome
 
     def _check(self, msg: MqttMessage, tls: bool) -> Union[A2AError, dict]:
-        values = [v for k, v in msg.user_properties if k == properties.AUTHORIZATION]
-        if len(values) > 1:
-            return errors.transport_protocol_error("more than one a2a-authorization user property")
+        repeated = inbound.repeated_authorization(msg)
+        if repeated is not None:
+            return repeated
+        value = msg.user_property(properties.AUTHORIZATION)
         if self.require_tls and not tls:
             return self._error(UNAUTHENTICATED, "this agent accepts bearer tokens over TLS only and its own broker "
                                "connection is not TLS (Profile: OAuth 2.0 and OIDC over MQTT 5); treat a token "
                                "sent here as exposed")
-        if not values:
+        if value is None:
             return self._error(UNAUTHENTICATED, "this agent requires an a2a-authorization user property "
                                "'Bearer <access_token>' on each request")
         try:
-            token = properties.parse_bearer(values[0])
+            token = properties.parse_bearer(value)
         except ValueError:
             return self._error(UNAUTHENTICATED, "a2a-authorization must be 'Bearer <access_token>'")
         try:

@@ -128,12 +128,7 @@ class Reply:
 
     @property
     def task(self) -> Optional[dict]:
-        r = self.result
-        if isinstance(r, dict) and "task" in r:
-            return r["task"]
-        if isinstance(r, dict) and "status" in r and "id" in r:
-            return r
-        return None
+        return messages.task_in_result(self.result)
 
     @property
     def message(self) -> Optional[dict]:
@@ -257,8 +252,7 @@ class Requester:
             return to
         found = self._addresses.get(to)
         if found is None:
-            found = Address(self.org, self.unit, pool=to[5:]) if to.startswith("pool:") else \
-                Address(self.org, self.unit, agent=to)
+            found = Address.parse(to, self.org, self.unit)
             self._addresses[to] = found
         return found
 

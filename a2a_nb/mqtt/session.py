@@ -33,6 +33,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
+from ..protocol.topics import SHARE_PREFIX
 from .broker import BrokerEndpoint, resolve
 from .network_loop import NetworkLoop
 
@@ -106,7 +107,7 @@ def live_sessions() -> list[str]:
 def topic_matches(filter_: str, topic: str) -> bool:
     """MQTT filter matching (``+``, ``#``; wildcards never match a leading ``$`` level), with the
     ``$share/{group}/`` prefix removed first."""
-    if filter_.startswith("$share/"):
+    if filter_.startswith(SHARE_PREFIX):
         filter_ = filter_.split("/", 2)[2]
     if filter_ == topic:
         return True

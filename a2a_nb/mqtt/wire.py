@@ -4,15 +4,18 @@ The kit's session does not use it: paho-mqtt reads and writes every packet throu
 (see :mod:`.session`). This module spells out the bytes of the one packet the A2A profile lives in
 (MQTT v5 §3.3 PUBLISH: fixed header, topic, packet identifier, properties §2.2.2, payload; §3.4
 PUBACK: packet identifier, reason code), so a learner can build a message and see every byte of it,
-and read a captured packet back. tests/unit/test_wire.py checks it against paho's own ``Properties``.
+and read a captured packet back (lesson 02 shows a request with :func:`publish_fields`).
+tests/unit/test_wire.py checks it against paho's own ``Properties``.
 Pure functions: no I/O, no paho.
 """
 from __future__ import annotations
 
 import struct
 import time
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from ..protocol.ids import readable_correlation
 from ..protocol.packet import MqttMessage
 
 # PUBLISH property identifiers (MQTT v5 §3.3.2.3)
@@ -52,39 +55,85 @@ def _utf8(text: str) -> bytes:
     return struct.pack("!H", len(data)) + data
 
 
+@dataclass(frozen=True)
+class Field:
+    """One piece of a packet, in wire order: its name, its bytes, and what they say. The bytes
+    before ``value_at`` are structure (a property identifier, a length prefix), the rest its value."""
+
+    name: str
+    data: bytes
+    says: str
+    value_at: int = 0
+
+
+def _property_fields(payload_format: Optional[int], expiry: Optional[int], content_type: Optional[str],
+                     response_topic: Optional[str], correlation: Optional[bytes],
+                     user: Iterable[tuple[str, str]]) -> list[Field]:
+    """Each property of a PUBLISH: its identifier byte, then its value (MQTT v5 §2.2.2.2, §3.3.2.3)."""
+    out = []
+    if payload_format is not None:
+        out.append(Field("Payload Format Indicator", bytes((PAYLOAD_FORMAT, payload_format)),
+                         "UTF-8 text" if payload_format == 1 else "bytes", 1))
+    if expiry is not None:
+        out.append(Field("Message Expiry Interval", bytes((MESSAGE_EXPIRY,)) + struct.pack("!I", expiry), f"{expiry} s", 1))
+    if content_type is not None:
+        out.append(Field("Content Type", bytes((CONTENT_TYPE,)) + _utf8(content_type), content_type, 3))
+    if response_topic is not None:
+        out.append(Field("Response Topic", bytes((RESPONSE_TOPIC,)) + _utf8(response_topic), response_topic, 3))
+    if correlation is not None:
+        out.append(Field("Correlation Data", bytes((CORRELATION_DATA,)) + struct.pack("!H", len(correlation)) + correlation,
+                         readable_correlation(correlation), 3))
+    for key, value in user:
+        out.append(Field("User Property", bytes((USER_PROPERTY,)) + _utf8(key) + _utf8(value), f"{key}={value}", 1))
+    return out
+
+
 def encode_publish_properties(payload_format: Optional[int] = None, expiry: Optional[int] = None,
                               content_type: Optional[str] = None, response_topic: Optional[str] = None,
                               correlation: Optional[bytes] = None,
                               user: Iterable[tuple[str, str]] = ()) -> bytes:
     """The properties of a PUBLISH (or a will), length first (MQTT v5 §2.2.2: identifier, value)."""
-    out = bytearray()
-    if payload_format is not None:
-        out += bytes((PAYLOAD_FORMAT, payload_format))
-    if expiry is not None:
-        out += bytes((MESSAGE_EXPIRY,)) + struct.pack("!I", expiry)
-    if content_type is not None:
-        out += bytes((CONTENT_TYPE,)) + _utf8(content_type)
-    if response_topic is not None:
-        out += bytes((RESPONSE_TOPIC,)) + _utf8(response_topic)
-    if correlation is not None:
-        out += bytes((CORRELATION_DATA,)) + struct.pack("!H", len(correlation)) + correlation
-    for key, value in user:
-        out += bytes((USER_PROPERTY,)) + _utf8(key) + _utf8(value)
-    return encode_variable_byte_integer(len(out)) + bytes(out)
+    props = b"".join(f.data for f in _property_fields(payload_format, expiry, content_type, response_topic,
+                                                      correlation, user))
+    return encode_variable_byte_integer(len(props)) + props
 
 
-def encode_publish(msg: MqttMessage, mid: int = 0) -> bytes:
-    """The whole PUBLISH packet of ``msg`` (MQTT v5 §3.3): fixed header (type 3, DUP 0, QoS, RETAIN;
-    Remaining Length), topic, packet identifier (QoS 1 and 2 only), properties, payload."""
+def publish_fields(msg: MqttMessage, mid: int = 0) -> list[Field]:
+    """The PUBLISH packet of ``msg`` piece by piece, in wire order (MQTT v5 §3.3): fixed header
+    (type 3, DUP 0, QoS, RETAIN; Remaining Length), topic, packet identifier (QoS 1 and 2 only),
+    property length, each property, payload. A lesson shows them; :func:`encode_publish` joins them."""
     if msg.qos and not 0 < mid <= 0xFFFF:
         raise ValueError("a QoS 1 or 2 PUBLISH needs a packet identifier from 1 to 65535")
     correlation = bytes(msg.correlation_data) if msg.correlation_data is not None else None
-    variable = _utf8(msg.topic) + (struct.pack("!H", mid) if msg.qos else b"") + encode_publish_properties(
-        msg.payload_format, msg.message_expiry, msg.content_type, msg.response_topic, correlation,
-        msg.user_properties)
+    props = _property_fields(msg.payload_format, msg.message_expiry, msg.content_type, msg.response_topic,
+                             correlation, msg.user_properties)
+    props_length = sum(len(f.data) for f in props)
+    body = [Field("Topic Name", _utf8(msg.topic), msg.topic, 2)]
+    if msg.qos:
+        body.append(Field("Packet Identifier", struct.pack("!H", mid), f"{mid} (its PUBACK names it)"))
+    body.append(Field("Property Length", encode_variable_byte_integer(props_length), f"{props_length} bytes"))
+    body += props
+    body.append(Field("Payload", bytes(msg.payload), _payload_says(bytes(msg.payload))))
+    remaining = sum(len(f.data) for f in body)
     command = 0x30 | (msg.qos << 1) | (0x01 if msg.retain else 0x00)
-    body = variable + bytes(msg.payload)
-    return bytes((command,)) + encode_variable_byte_integer(len(body)) + body
+    header = [Field("Packet type and flags", bytes((command,)),
+                    f"PUBLISH, QoS {msg.qos}" + (", RETAIN" if msg.retain else "")),
+              Field("Remaining Length", encode_variable_byte_integer(remaining), f"{remaining} bytes follow")]
+    return header + body
+
+
+def _payload_says(payload: bytes, shown: int = 48) -> str:
+    """The payload's start when it is text (A2A's JSON), else its size."""
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{len(payload)} bytes"
+    return text if len(text) <= shown else text[:shown] + "…"
+
+
+def encode_publish(msg: MqttMessage, mid: int = 0) -> bytes:
+    """The whole PUBLISH packet of ``msg`` (MQTT v5 §3.3): its :func:`publish_fields`, joined."""
+    return b"".join(f.data for f in publish_fields(msg, mid))
 
 
 def split_packet(packet: bytes) -> tuple[int, bytes]:

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import replace
 from typing import Any
 
 from ..agents.reprs import json_block
+from ..mqtt.wire import publish_fields
 from ..protocol.ids import readable_correlation
+from ..protocol.properties import redact
 
 # -- discovery (presence badges and the card table of the discovery browser) -----------------------
 PRESENCE_COLOURS = {"online": "#43a047", "offline": "#9e9e9e"}
@@ -66,8 +69,8 @@ def mqtt_properties_rows(msg) -> list[tuple[str, str]]:
         rows.append(("Payload Format Indicator", str(msg.payload_format)))
     if msg.message_expiry is not None:
         rows.append(("Message Expiry Interval", f"{msg.message_expiry} s"))
-    for k, v in msg.user_properties:
-        rows.append((f"user property {k}", "[redacted]" if k.lower() == "a2a-authorization" else v))
+    for k, v in redact(msg.user_properties):
+        rows.append((f"user property {k}", v))
     if not msg.user_properties:
         rows.append(("user properties", "none"))
     return rows
@@ -87,3 +90,22 @@ def mqtt_side_by_side_html(msg, limit: int = 6000) -> str:
             "<th style='text-align:left'>MQTT v5 packet (the binding)</th></tr></thead><tbody><tr>"
             f"<td style='vertical-align:top;text-align:left'>{body}</td>"
             f"<td style='vertical-align:top'><table>{props}</table></td></tr></tbody></table>")
+
+
+def publish_bytes_html(msg, mid: int = 1, short: int = 6) -> str:
+    """The PUBLISH packet of ``msg`` as the broker receives it, piece by piece (``mqtt.wire``): where
+    each piece starts, its bytes in hex (for a long piece its structure bytes, then how many value
+    bytes follow), its name and what it says. Bearer tokens show as ``[redacted]``."""
+    msg = replace(msg, user_properties=redact(msg.user_properties))
+    rows, offset = [], 0
+    for f in publish_fields(msg, mid):
+        shown = f.data if len(f.data) <= short else f.data[:f.value_at]
+        rest = len(f.data) - len(shown)
+        hexed = " + ".join(part for part in (shown.hex(" "), f"{rest} bytes" if rest else "") if part)
+        rows.append(f"<tr><td style='text-align:right'>{offset}</td><td style='text-align:left'><code>{hexed}</code></td>"
+                    f"<td style='text-align:left'>{html.escape(f.name)}</td>"
+                    f"<td style='text-align:left'><code>{html.escape(f.says)}</code></td></tr>")
+        offset += len(f.data)
+    head = "".join(f"<th style='text-align:left'>{h}</th>" for h in ("byte", "hex", "piece", "what it says"))
+    return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<small>{offset} bytes in all (MQTT v5 §3.3 PUBLISH)</small>")

@@ -121,13 +121,16 @@ def _not_json(base: Sent) -> Outcome:
 @check("correlation-text", "reply-correlation", "a reply echoes text Correlation Data byte for byte")
 def correlation_text(run: ProbeRun) -> Outcome:
     base = run.baseline()
-    return _correlation(base, _sent(base))
+    return expect_correlation(base, _sent(base))
 
 
 SILENT = "no reply within the probe's timeout (a slow agent needs a longer --timeout)"
 
 
-def _correlation(sent: Sent, what: str, silence: str = SILENT) -> Outcome:
+def expect_correlation(sent: Sent, what: str, silence: str = SILENT) -> Outcome:
+    """Pass when a reply came back and every reply on the request's reply topic echoes its
+    Correlation Data (Request/Reply Mapping (MQTT v5) 3); ``what`` describes the request,
+    ``silence`` the failure when nothing came back."""
     ex = sent.exchange
     if ex.first is not None and not ex.stray:
         return passed(what, ex.came_back())

@@ -14,7 +14,7 @@ import secrets
 from ..protocol import errors, jsonrpc, messages, properties
 from ..protocol.packet import encode_json
 from ..traffic.lint import SHOULD
-from .checks_card import _correlation
+from .checks_card import expect_correlation
 from .checks_tasks import expect_error
 from .client import Exchange, json_of, short_bytes
 from .rules import MUST, Outcome, check, failed, not_applicable, passed
@@ -151,10 +151,10 @@ def reflected_response_topic(run: ProbeRun) -> Outcome:
 def correlation_binary(run: ProbeRun) -> Outcome:
     corr = b"\xff\x00\xfe" + secrets.token_bytes(8) + b"\x80"
     sent = run.send(run.message(), correlation=corr)
-    return _correlation(sent, f"SendMessage, new task, binary Correlation Data {short_bytes(corr)} (not UTF-8)",
-                        "no reply to a request whose Correlation Data is not UTF-8 text: Correlation Data is bytes "
-                        "(MQTT v5 binary data); an agent that decodes it as text fails here. Keep it as bytes and "
-                        "echo it unchanged")
+    return expect_correlation(sent, f"SendMessage, new task, binary Correlation Data {short_bytes(corr)} (not UTF-8)",
+                              "no reply to a request whose Correlation Data is not UTF-8 text: Correlation Data is "
+                              "bytes (MQTT v5 binary data); an agent that decodes it as text fails here. Keep it as "
+                              "bytes and echo it unchanged")
 
 
 @check("still-answers", "still-answers", "after every bad input the agent still answers", level=MUST,
@@ -172,7 +172,7 @@ def still_answers(run: ProbeRun) -> Outcome:
 def no_bearer_echo(run: ProbeRun) -> Outcome:
     traffic = [m for i, m in enumerate(list(run.client.traffic)) if i not in run.client.sent]
     sent = "every request of the probe" + (" (each with a2a-authorization: Bearer …)" if run.token else "")
-    echoed = [m for m in traffic if any(k.lower() == properties.AUTHORIZATION for k, _ in m.user_properties)]
+    echoed = [m for m in traffic if any(properties.is_authorization_key(k) for k, _ in m.user_properties)]
     if echoed:
         return failed(sent, f"a2a-authorization on {echoed[0].topic}", "responders never echo bearer tokens")
     if run.token and any(run.token.encode() in m.payload or any(run.token in v for _, v in m.user_properties)

@@ -14,7 +14,7 @@ from ..protocol import errors, jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.ids import IDENTIFIER_RE
 from ..protocol.messages import task_ids_of
-from ..protocol.streams import ends_stream
+from ..protocol.streams import reply_ends_stream
 from ..traffic.lint import SHOULD, validate_payload
 from .checks_card import SILENT
 from .client import FINAL, Exchange
@@ -215,7 +215,7 @@ def stream_correlation(run: ProbeRun, sents: list[Sent]) -> Outcome:
 @streamed
 def stream_end(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
-        if not any(_final(p) for p in s.exchange.payloads):
+        if not any(reply_ends_stream(p) for p in s.exchange.payloads):
             return failed(_stream_sent(sents), s.exchange.came_back(), "the stream went quiet without a final item "
                           "(terminal or interrupted status, or a Message): the requester never learns it ended")
     first = sents[0].exchange.result
@@ -224,21 +224,12 @@ def stream_end(run: ProbeRun, sents: list[Sent]) -> Outcome:
     return passed(_stream_sent(sents), f"ended {sents[-1].state}", interop=interop)
 
 
-def _final(payload: object) -> bool:
-    if not isinstance(payload, dict):
-        return False
-    if "error" in payload:
-        return True
-    result = payload.get("result")
-    return isinstance(result, dict) and ends_stream(result)
-
-
 @check("after-stream-final", "after-stream-final", "nothing is published on a correlation after its final item")
 @streamed
 def after_stream_final(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
         payloads = s.exchange.payloads
-        ends = [i for i, p in enumerate(payloads) if _final(p)]
+        ends = [i for i, p in enumerate(payloads) if reply_ends_stream(p)]
         if ends and any(p != payloads[ends[0]] for p in payloads[ends[0] + 1:]):
             late = [p for p in payloads[ends[0] + 1:] if p != payloads[ends[0]]]
             return failed(_stream_sent(sents), s.exchange.came_back(),

@@ -25,7 +25,7 @@ from ..protocol import jsonrpc, properties, topics
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
 from ..protocol.routing import Address, RoutingTable
-from ..protocol.streams import ends_stream
+from ..protocol.streams import reply_ends_stream
 
 FIRST, FINAL = "first", "final"
 """How long an exchange listens: until the first correlated reply, or until a stream-final item."""
@@ -249,7 +249,7 @@ class ProbeClient:
             ex.replies.append(msg)  # on this request's own reply topic: its answer, right or wrong
             if until == FIRST:
                 return  # later replies still reach ``traffic``, which the traffic lint reads
-            if not _ends(msg):
+            if not reply_ends_stream(json_of(msg.payload)):
                 deadline = time.monotonic() + wait  # a stream: the idle timer starts again
                 continue
             deadline = min(deadline, time.monotonic() + self.grace)  # ended: listen a little longer
@@ -265,9 +265,7 @@ class ProbeClient:
 
     def start_route(self, task_id: str, target: str) -> str:
         """Route a new task to ``target`` (an agent, or ``pool:NAME``); returns its request topic."""
-        address = Address(self.org, self.unit, pool=target[5:]) if target.startswith("pool:") else \
-            Address(self.org, self.unit, agent=target)
-        return self.routing.start(task_id, address, time.time()).current.topic
+        return self.routing.start(task_id, Address.parse(target, self.org, self.unit), time.time()).current.topic
 
     def call(self, agent: str, method: str, params: Optional[dict], *, task_id: Optional[str] = None,
              until: str = FIRST, **kw: Any) -> Exchange:
@@ -277,17 +275,3 @@ class ProbeClient:
 
     def close(self) -> None:
         self.session.close()
-
-
-def _ends(msg: MqttMessage) -> bool:
-    """Is this reply the last on its correlation (an error, a Message, a final state)?"""
-    data = json_of(msg.payload)
-    if not isinstance(data, dict):
-        return False
-    if "error" in data:
-        return True
-    result = data.get("result")
-    try:
-        return isinstance(result, dict) and ends_stream(result)
-    except (AttributeError, TypeError):
-        return False

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 CORE, EXTENDED = "Core", "Extended"
 PASS, FAIL, NOT_APPLICABLE, SKIPPED = "pass", "fail", "not-applicable", "skipped"
-VERDICTS = (PASS, FAIL, NOT_APPLICABLE, SKIPPED)
 
 __all__ = ["CORE", "EXTENDED", "PASS", "FAIL", "NOT_APPLICABLE", "SKIPPED", "MUST", "SHOULD", "Check", "Outcome",
            "CHECKS", "check", "passed", "failed", "not_applicable"]

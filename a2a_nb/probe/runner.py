@@ -67,12 +67,7 @@ class Sent:
 
 def task_in(payload: Any) -> Optional[dict]:
     """The Task a JSON-RPC reply carries (``result.task`` or a Task ``result``), if any."""
-    result = payload.get("result") if isinstance(payload, dict) else None
-    if isinstance(result, dict) and isinstance(result.get("task"), dict):
-        return result["task"]
-    if messages.is_task(result):
-        return result
-    return None
+    return messages.task_in_result(payload.get("result") if isinstance(payload, dict) else None)
 
 
 def state_in(payload: Any) -> Optional[str]:

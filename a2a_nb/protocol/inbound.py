@@ -124,8 +124,13 @@ def check_binding(msg: MqttMessage, my_agent_id: str) -> Optional[A2AError]:
     recipient = msg.user_property(properties.RECIPIENT_AGENT_ID)
     if recipient is not None and recipient != my_agent_id:
         return errors.transport_protocol_error(f"a2a-recipient-agent-id {recipient!r} is not this responder ({my_agent_id})")
-    auth = [v for k, v in msg.user_properties if k == properties.AUTHORIZATION]
-    if len(auth) > 1:
+    return repeated_authorization(msg)
+
+
+def repeated_authorization(msg: MqttMessage) -> Optional[A2AError]:
+    """A request carrying more than one ``a2a-authorization`` is refused: which token would count?
+    (Profile: OAuth 2.0 and OIDC over MQTT User Properties.)"""
+    if sum(1 for k, _ in msg.user_properties if k == properties.AUTHORIZATION) > 1:
         return errors.transport_protocol_error("more than one a2a-authorization user property")
     return None
 

@@ -285,7 +285,16 @@ def stream_artifact(ev: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_task(obj: Any) -> bool:
+    """A Task object (``id`` and ``status``), e.g. the bare Task GetTask and CancelTask answer with."""
     return isinstance(obj, Mapping) and "id" in obj and "status" in obj
+
+
+def task_in_result(result: Any) -> Optional[dict[str, Any]]:
+    """The Task a JSON-RPC result carries: ``{"task": ...}`` (SendMessage) or a bare Task (GetTask,
+    CancelTask); None for a Message or anything else."""
+    if isinstance(result, dict) and isinstance(result.get("task"), dict):
+        return result["task"]  # type: ignore[no-any-return]
+    return result if is_task(result) else None
 
 
 def is_message(obj: Any) -> bool:
@@ -455,7 +464,7 @@ def task_ids_of(payload: Any, props: dict[str, str]) -> tuple[Optional[str], Opt
                 elif type(r.get("message")) is dict:
                     m = r["message"]
                     tid, cid, mid = m.get("taskId"), m.get("contextId"), m.get("messageId")
-                elif "status" in r:
+                elif is_task(r):
                     tid, cid = r.get("id"), r.get("contextId")
     if tid is None and props:
         tid = props.get(properties.TASK_ID)

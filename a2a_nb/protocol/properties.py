@@ -37,7 +37,6 @@ SOURCE_BROKER = "broker"
 MODE_JSON = "json"
 MODE_BINARY = "binary"
 EVENT_ARTIFACT_UPDATE = "task-artifact-update"
-UBSP_V1 = "ubsp-v1"
 
 PREFIX = "a2a-"
 KNOWN = frozenset(
@@ -51,7 +50,6 @@ KNOWN = frozenset(
 
 STATUSES = frozenset({ONLINE, OFFLINE})
 SOURCES = frozenset({SOURCE_AGENT, SOURCE_LWT, SOURCE_BROKER})
-MODES = frozenset({MODE_JSON, MODE_BINARY})
 REDACTED = "[redacted]"
 
 
@@ -60,8 +58,10 @@ def is_binding_property(key: str) -> bool:
     return isinstance(key, str) and key.startswith(PREFIX)
 
 
-def _is_auth(key: str) -> bool:
-    # MQTT keys are case sensitive; for secrets we err on the safe side.
+def is_authorization_key(key: str) -> bool:
+    """True for ``a2a-authorization`` in any letter case: MQTT keys are case sensitive, but for a
+    bearer token the kit errs on the safe side (Profile: OAuth 2.0 and OIDC over MQTT User
+    Properties 6, Responder Behavior 8)."""
     return key.lower() == AUTHORIZATION
 
 
@@ -71,12 +71,12 @@ def redact(user_properties: Iterable[tuple[str, str]]) -> UserProperties:
     Use before printing or recording: bearer tokens must never be shown or echoed
     (Profile: OAuth 2.0 and OIDC over MQTT User Properties 6).
     """
-    return tuple((k, REDACTED if _is_auth(k) else v) for k, v in user_properties)
+    return tuple((k, REDACTED if is_authorization_key(k) else v) for k, v in user_properties)
 
 
 def without_authorization(user_properties: Iterable[tuple[str, str]]) -> UserProperties:
     """The pairs minus ``a2a-authorization``: responders never echo it (Responder Behavior 8)."""
-    return tuple((k, v) for k, v in user_properties if not _is_auth(k))
+    return tuple((k, v) for k, v in user_properties if not is_authorization_key(k))
 
 
 def as_dict(user_properties: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -44,6 +44,13 @@ class Address:
         else:
             raise ValueError("an address names exactly one of agent or pool")
 
+    @classmethod
+    def parse(cls, target: str, org: str, unit: str) -> "Address":
+        """``"ticket-desk"`` → that agent; ``"pool:analysts"`` → that pool (both in ``org``/``unit``)."""
+        if target.startswith("pool:"):
+            return cls(org, unit, pool=target[len("pool:"):])
+        return cls(org, unit, agent=target)
+
     @cached_property  # built (and its identifiers checked) once per address, not per request
     def topic(self) -> str:
         """Where requests for this address are published (never ``$share/...``)."""

@@ -24,9 +24,11 @@ STREAM_SEQ = "a2a-stream-seq"
 
 
 def event_state(result: dict[str, Any]) -> Optional[str]:
-    """The task state an item carries (status update or task snapshot), else None."""
+    """The task state an item carries (status update or task snapshot), else None (also when the
+    item is malformed, e.g. a ``status`` that is not an object)."""
     body = result.get("statusUpdate") or result.get("task")
-    state = body.get("status", {}).get("state") if isinstance(body, dict) else None
+    status = body.get("status") if isinstance(body, dict) else None
+    state = status.get("state") if isinstance(status, dict) else None
     return state if isinstance(state, str) else None
 
 
@@ -36,6 +38,18 @@ def ends_stream(result: dict[str, Any]) -> bool:
         return True
     state = event_state(result)
     return state is not None and states.ends_stream(state)
+
+
+def reply_ends_stream(reply: object) -> bool:
+    """Is this JSON-RPC reply (parsed JSON) the last on its correlation? A JSON-RPC error, or a
+    result that ``ends_stream`` (a Message, a terminal or interrupted state). Profile: Streaming
+    Reply Mapping 5-7. Artifact updates and non-final states do not; v1.0 has no ``final`` flag."""
+    if not isinstance(reply, dict):
+        return False
+    if "error" in reply:
+        return True
+    result = reply.get("result")
+    return isinstance(result, dict) and ends_stream(result)
 
 
 def item_key(result: dict[str, Any], seq: Optional[str] = None, payload: Optional[bytes] = None) -> Any:

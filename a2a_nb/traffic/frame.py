@@ -9,7 +9,8 @@ builds the frame in four steps a learner can follow (and run one by one):
    Model): ``kind`` and the identifiers;
 3. ``message_frame``: what the payload and the user properties say: the A2A method, Task.id /
    contextId / messageId (``protocol.messages.task_ids_of``, Request/Reply Mapping 6-8,
-   Multi-Turn Conversation Patterns), the task state or stream event (Streaming Reply Mapping),
+   Multi-Turn Conversation Patterns), the task state and the ``event`` (``status``, ``artifact``,
+   ``task``, ``message``, ``result``, ``error``, ``binary`` or ``card``: Streaming Reply Mapping),
    binding user properties (``a2a-responder-agent-id``: Optional Task Handover, ``a2a-status``:
    Presence and Liveness), and who sent it to whom;
 4. ``pair_replies``: each reply joined to its request by Correlation Data (Request/Reply Mapping
@@ -30,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..protocol import properties as P
-from ..protocol.messages import task_ids_of
-from ..protocol.states import can_transition
+from ..protocol.messages import is_task, task_ids_of
+from ..protocol.states import can_transition, is_state, short_name
 from ..protocol.topics import is_a2a_topic, parse_topic
 from .records import complete_record, read_records
 
@@ -52,9 +53,6 @@ SUMMARY_COLUMNS = ("i", "dt", "kind", "from_agent", "to_agent", "method", "event
 KINDS = ("discovery", "request", "pool", "reply", "event", "other", "invalid")
 """``kind`` values: the five of ``parse_topic``, ``other`` (not ``$a2a/v1/``) and ``invalid``
 (a ``$a2a/v1/`` topic that breaks the Topic Model or Identifier Format)."""
-
-EVENTS = ("status", "artifact", "task", "message", "result", "error", "binary", "card")
-"""``event`` values (None for requests, events and an empty discovery payload)."""
 
 DISCOVERY = "discovery"
 EVENTS_LANE = "events"
@@ -304,7 +302,7 @@ def _result_fields(result: dict, rid: Any) -> tuple:
         return (None, rid, None, "artifact", aid, update.get("append") is True, update.get("lastChunk") is True,
                 None, None)
     task = result.get("task")
-    if type(task) is not dict and "status" in result and "id" in result:
+    if type(task) is not dict and is_task(result):
         task = result  # GetTask / CancelTask answer with a bare Task
     if type(task) is dict:
         return (None, rid, _state_of(task), "task", None, None, None, None, None)
@@ -408,10 +406,9 @@ def _frame(rows: list, columns: list[str], floats: tuple = ("t", "dt", "latency_
 
 
 def short_state(state: Any) -> Any:
-    """``TASK_STATE_INPUT_REQUIRED`` -> ``input-required`` (other values unchanged)."""
-    if isinstance(state, str) and state.startswith("TASK_STATE_"):
-        return state[len("TASK_STATE_"):].lower().replace("_", "-")
-    return state
+    """``states.short_name`` of a v1.0 state; any other value (None, an unknown name) unchanged, so
+    a column of recorded states can be ``.map``-ped (charts, the player and notebook 07 do)."""
+    return short_name(state) if is_state(state) else state
 
 
 def _requests_by_row(df: pd.DataFrame) -> dict[int, Any]:

@@ -34,9 +34,9 @@ from ..protocol import properties as P
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4, readable_correlation
 from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
-from ..protocol.streams import STREAM_SEQ, ends_stream, item_key
+from ..protocol.streams import STREAM_SEQ, item_key, reply_ends_stream
 from ..protocol.topics import parse_topic
-from .frame import REQUEST_KINDS, Source, load_traffic
+from .frame import KINDS, REQUEST_KINDS, Source, load_traffic
 
 MUST, SHOULD = "MUST", "SHOULD"
 FINDING_COLUMNS = ["rule", "level", "section", "i", "explanation"]
@@ -56,10 +56,7 @@ RULES: dict[str, Rule] = {}
 Check = Callable[["Message", "Context"], Iterable[Union[str, tuple[str, str]]]]
 _CHECKS: list[tuple[Rule, frozenset, Check]] = []
 
-ALL_KINDS = ("discovery", "request", "pool", "reply", "event", "other", "invalid")
-
-
-def rule(id: str, level: str, section: str, summary: str, kinds: Iterable[str] = ALL_KINDS):
+def rule(id: str, level: str, section: str, summary: str, kinds: Iterable[str] = KINDS):
     """Register a check function as the rule ``id`` for messages of ``kinds``.
 
     The function yields one explanation per finding (or ``(level, explanation)`` when one finding
@@ -86,19 +83,13 @@ _QOS_WHY = {
 # -- a2a-sdk as the payload checker ----------------------------------------------------------------
 
 @lru_cache(maxsize=1)
-def _sdk() -> Optional[tuple]:
-    """(types module, ParseDict, ParseError, validate_required) or None when a2a-sdk is missing."""
-    try:
-        import a2a.types as types
-        from a2a.utils.proto_utils import validate_proto_required_fields
-        from google.protobuf.json_format import ParseDict, ParseError
-    except ImportError:
-        return None
+def _sdk() -> tuple:
+    """(types module, ParseDict, ParseError, validate_required) of a2a-sdk and protobuf (declared
+    dependencies), imported on first use: they take about 0.2 s, which ``schema=False`` never needs."""
+    import a2a.types as types
+    from a2a.utils.proto_utils import validate_proto_required_fields
+    from google.protobuf.json_format import ParseDict, ParseError
     return types, ParseDict, ParseError, validate_proto_required_fields
-
-
-def sdk_available() -> bool:
-    return _sdk() is not None
 
 
 def _camel(name: str) -> str:
@@ -170,10 +161,7 @@ def validate_payload(kind: str, payload: Any) -> Optional[str]:
     Strict ``ParseDict`` (unknown fields, bad enum names, two members of one oneof are errors)
     plus ``validate_proto_required_fields``. Results are cached by payload text.
     """
-    sdk = _sdk()
-    if sdk is None:
-        return None
-    types, parse_dict, parse_error, validate_required = sdk
+    types, parse_dict, parse_error, validate_required = _sdk()
     if not isinstance(payload, dict):
         return f"{kind} must be a JSON object, got {type(payload).__name__}"
     try:
@@ -252,13 +240,11 @@ class Message:
     @property
     def ends_its_stream(self) -> bool:
         """Is this reply the last item on its correlation (Streaming Reply Mapping 5-7)? An error,
-        any answer to a non-streaming request, or a terminal/interrupted state or Message."""
-        p = self.payload
-        if type(p) is not dict or self.request is None:
+        any answer to a non-streaming request, or a terminal/interrupted state or Message
+        (``streams.reply_ends_stream``)."""
+        if type(self.payload) is not dict or self.request is None:
             return False
-        if "error" in p or self.request.method not in J.STREAMING_METHODS:
-            return True
-        return isinstance(p.get("result"), dict) and ends_stream(p["result"])
+        return self.request.method not in J.STREAMING_METHODS or reply_ends_stream(self.payload)
 
 
 _MESSAGE_COLUMNS = ("i", "kind", "topic", "qos", "retain", "correlation", "response_topic", "method", "task_id",
@@ -638,13 +624,13 @@ def binary_chunk(m: Message, ctx: Context) -> Iterator[str]:
       "no a2a-authorization property or 'Bearer ' token in replies, events or cards",
       kinds=("reply", "event", "discovery"))
 def no_bearer_echo(m: Message, ctx: Context) -> Iterator[str]:
-    keys = [k for k in m.props if k.lower() == P.AUTHORIZATION]
+    keys = [k for k in m.props if P.is_authorization_key(k)]
     if keys:
         yield (f"this {m.kind} carries the user property {keys[0]!r}: responders must never "
                "echo bearer tokens (also OAuth 2.0 and OIDC over MQTT User Properties 6); "
                "build reply properties from scratch instead of copying the request's")
     text = json.dumps(m.payload) if m.payload is not None else ""
-    values = " ".join(v for k, v in m.props.items() if k.lower() != P.AUTHORIZATION)
+    values = " ".join(v for k, v in m.props.items() if not P.is_authorization_key(k))
     if _BEARER_RE.search(text) or _BEARER_RE.search(values):
         yield (f"this {m.kind} contains 'Bearer <token>' text: a bearer token must never "
                "appear in replies, events or cards; remove it from the payload/properties")
@@ -746,8 +732,6 @@ def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
     if not out.empty:
         out = out.sort_values(["i", "level", "rule"], kind="stable").reset_index(drop=True)
     out["i"] = out["i"].astype("int64")
-    if schema and not sdk_available():
-        out.attrs["note"] = "a2a-sdk is not installed: payloads were not checked against the A2A v1.0 types"
     return out
 
 
@@ -798,7 +782,5 @@ def main_lint(path: str, schema: bool = True, out=None) -> int:
         return 2
     findings = check_traffic(df, schema=schema)
     print(format_findings(findings), file=out)
-    if findings.attrs.get("note"):
-        print(f"note: {findings.attrs['note']}", file=out)
     print(summary(findings, len(df), str(path)), file=out)
     return exit_code(findings)

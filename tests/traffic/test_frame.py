@@ -12,7 +12,8 @@ from a2a_nb.protocol import jsonrpc, messages, states
 from a2a_nb.protocol.messages import task_ids_of
 from benchmarks.traffic import synthetic_records
 from a2a_nb.traffic.frame import (COLUMNS, TOPIC_COLUMNS, handovers, latency_view, load_traffic, message_frame,
-                                  pair_replies, recorded_frame, routing_view, state_transitions, topic_frame)
+                                  pair_replies, recorded_frame, routing_view, short_state, state_transitions,
+                                  topic_frame)
 from a2a_nb.traffic.records import complete_record, write_records
 
 from ._traffic import C1, REPLY, T1, T2, Traffic, clean_conversation, uuid4
@@ -128,6 +129,7 @@ def test_task_ids_of_every_carrier():
     assert task_ids_of({"params": {"id": "a"}}, {})[0] == "a"
     assert task_ids_of({"result": {"task": {"id": "a", "contextId": "b"}}}, {})[:2] == ("a", "b")
     assert task_ids_of({"result": {"id": "a", "status": {}}}, {})[0] == "a"
+    assert task_ids_of({"result": {"contextId": "b", "status": {}}}, {}) == (None, None, None)  # no id: no Task
     assert task_ids_of({"result": {"statusUpdate": {"taskId": "a"}}}, {})[0] == "a"
     assert task_ids_of({"result": {"artifactUpdate": {"taskId": "a"}}}, {})[0] == "a"
     assert task_ids_of({"result": {"message": {"taskId": "a"}}}, {})[0] == "a"
@@ -210,6 +212,11 @@ def test_state_transitions_skip_repeats_and_stale_states():
     assert list(t["previous"]) == [None, states.WORKING, states.INPUT_REQUIRED]
     loose = state_transitions(tr.records, strict=False)
     assert list(loose["short"]) == ["working", "input-required", "submitted", "completed", "working"]
+
+
+def test_short_state_is_the_core_short_name_and_leaves_other_values_alone():
+    assert [short_state(s) for s in sorted(states.ALL_STATES)] == [states.short_name(s) for s in sorted(states.ALL_STATES)]
+    assert [short_state(v) for v in (None, "TASK_STATE_UNSPECIFIED", "done")] == [None, "TASK_STATE_UNSPECIFIED", "done"]
 
 
 def test_routing_and_latency_views():

@@ -287,6 +287,22 @@ def test_no_bearer_token_in_replies():
     assert only(tr, "no-bearer-echo") == [1, 3]
 
 
+def test_an_authorization_property_in_any_letter_case_is_an_echo():
+    tr = Traffic()
+    c, r = tr.send("ticket-desk", T1, C1)
+    tr.result(c, r, Traffic.task(T1, C1), props=[("A2A-Authorization", "[redacted]")])
+    assert only(tr, "no-bearer-echo") == [1]
+
+
+def test_a_malformed_status_neither_ends_a_stream_nor_stops_the_lint():
+    tr = Traffic()
+    c, r = tr.send("ticket-desk", T1, C1, stream=True)
+    tr.result(c, r, {"statusUpdate": {"taskId": T1, "contextId": C1, "status": "TASK_STATE_COMPLETED"}})
+    tr.result(c, r, Traffic.status(T1, C1, states.COMPLETED))
+    f = check_traffic(tr.records)
+    assert set(f["rule"]) == {"a2a-schema"} and list(f["i"]) == [1]  # the final item after it is no late item
+
+
 def test_binary_chunks_need_the_mode_the_indicator_and_their_properties():
     props = [("a2a-event-type", "task-artifact-update"), ("a2a-task-id", T1), ("a2a-artifact-id", "blob"),
              ("a2a-chunk-seqno", "0"), ("a2a-last-chunk", "true")]

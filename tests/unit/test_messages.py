@@ -115,3 +115,11 @@ def test_readers():
     assert M.text_of(M.artifact("a", ["a", "b"]), sep="") == "ab"
     assert M.text_of([M.text_part("x")]) == "x"
     assert M.text_of({"parts": []}) == ""
+
+
+def test_the_task_a_result_carries():
+    task = M.task("t1", "c1", M.task_status(S.WORKING))
+    assert M.task_in_result({"task": task}) is task
+    assert M.task_in_result(task) is task
+    assert M.task_in_result({"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": []}}) is None
+    assert M.task_in_result(None) is None and M.task_in_result([task]) is None

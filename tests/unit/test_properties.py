@@ -19,6 +19,11 @@ def test_constants_use_the_profile_names():
     assert (P.MODE_JSON, P.MODE_BINARY, P.EVENT_ARTIFACT_UPDATE) == ("json", "binary", "task-artifact-update")
 
 
+def test_is_authorization_key_ignores_letter_case():
+    assert P.is_authorization_key("a2a-authorization") and P.is_authorization_key("A2A-Authorization")
+    assert not P.is_authorization_key("authorization") and not P.is_authorization_key("a2a-authorization-x")
+
+
 def test_redact_and_without_authorization():
     props = (("a2a-authorization", "Bearer secret"), ("a2a-task-id", "t1"), ("A2A-Authorization", "Bearer x"))
     red = P.redact(props)

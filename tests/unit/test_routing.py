@@ -28,3 +28,9 @@ def test_the_table_keeps_only_the_most_recently_used_routes():
     for i in range(10):
         table.observe("t5", f"analyst-{i}", 20.0 + i)
     assert len(table.history) == 3  # reroutes are bounded the same way
+
+
+def test_a_target_name_is_an_agent_or_a_pool():
+    assert Address.parse("ticket-desk", "acme", "support") == Address("acme", "support", agent="ticket-desk")
+    assert Address.parse("pool:analysts", "acme", "support") == Address("acme", "support", pool="analysts")
+    assert Address.parse("pool:analysts", "acme", "support").topic == "$a2a/v1/request/acme/support/pool/analysts"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from a2a_nb.protocol.streams import StreamDeduper, StreamNumbering, item_key
+from a2a_nb.protocol.streams import StreamDeduper, StreamNumbering, ends_stream, item_key, reply_ends_stream
 
 
 def _item(text: str, append: bool = True) -> tuple[dict, bytes]:
@@ -53,3 +53,33 @@ def test_item_key_prefers_the_number_then_the_bytes_then_the_parsed_json():
     # a recording keeps parsed JSON only: key order does not matter there
     reordered = json.loads(json.dumps(result, sort_keys=True))
     assert item_key(result) == item_key(reordered)
+
+
+def _status(state: object) -> dict:
+    return {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": state}}}
+
+
+def test_reply_ends_stream_on_an_error_a_message_or_a_final_state():
+    """Streaming Reply Mapping 5-7: the probe's client and checks and the traffic lint all ask this."""
+    reply = {"jsonrpc": "2.0", "id": "r"}
+    assert reply_ends_stream({**reply, "error": {"code": -32001, "message": "Task not found"}})
+    assert reply_ends_stream({**reply, "result": {"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": []}}})
+    for state in ("TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"):
+        assert reply_ends_stream({**reply, "result": _status(state)}), state
+    assert reply_ends_stream({**reply, "result": {"task": {"id": "t", "status": {"state": "TASK_STATE_FAILED"}}}})
+    assert not reply_ends_stream({**reply, "result": _status("TASK_STATE_WORKING")})
+    working_final = _status("TASK_STATE_WORKING")
+    working_final["statusUpdate"]["final"] = True  # v0.3's flag: v1.0 has none, the state decides
+    assert not reply_ends_stream({**reply, "result": working_final})
+    assert not reply_ends_stream({**reply, "result": _item("x")[0]})
+    assert not reply_ends_stream({**reply, "result": {"artifactUpdate": {"lastChunk": True}}})
+    assert not reply_ends_stream({**reply, "result": "done"})
+    for not_a_reply in (None, "text", [], {"jsonrpc": "2.0", "id": "r"}):
+        assert not reply_ends_stream(not_a_reply)
+
+
+def test_a_malformed_status_does_not_end_the_stream_and_does_not_raise():
+    for status in ("TASK_STATE_COMPLETED", None, ["TASK_STATE_COMPLETED"]):
+        result = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": status}}
+        assert not ends_stream(result)
+        assert not reply_ends_stream({"jsonrpc": "2.0", "id": "r", "result": result})

@@ -155,3 +155,29 @@ def test_a_whole_publish_packet_reads_back_and_its_properties_are_paho_s():
         wire.encode_publish(MqttMessage("t", b"x", qos=1))
     with pytest.raises(MalformedPacket, match="Remaining Length"):
         wire.split_packet(packet[:-1])
+
+
+def test_a_publish_piece_by_piece_is_the_packet_and_each_piece_says_its_value():
+    msg = MqttMessage("$a2a/v1/request/acme/support/desk", b'{"id":1}', qos=1, response_topic="$a2a/v1/reply/r/é",
+                      correlation_data=b"c0ffee", message_expiry=20, user_properties=(("a2a-k", "v"),))
+    fields = wire.publish_fields(msg, mid=300)
+    assert b"".join(f.data for f in fields) == wire.encode_publish(msg, 300)
+    assert [f.name for f in fields] == [
+        "Packet type and flags", "Remaining Length", "Topic Name", "Packet Identifier", "Property Length",
+        "Message Expiry Interval", "Response Topic", "Correlation Data", "User Property", "Payload"]
+    by = {f.name: f for f in fields}
+    assert by["Packet type and flags"].data == b"\x32" and by["Packet type and flags"].says == "PUBLISH, QoS 1"
+    assert by["Packet Identifier"].data == b"\x01\x2c"
+    assert by["Response Topic"].data[by["Response Topic"].value_at:] == "$a2a/v1/reply/r/é".encode()
+    assert by["Correlation Data"].data[:3] == b"\x09\x00\x06" and by["Correlation Data"].says == "c0ffee"
+    assert by["Topic Name"].data[by["Topic Name"].value_at:] == msg.topic.encode()
+    assert by["Message Expiry Interval"].data[1:] == (20).to_bytes(4, "big")
+    assert by["Payload"].says == '{"id":1}'
+    assert wire.publish_fields(MqttMessage("t", b"\xff" * 3, qos=0))[-1].says == "3 bytes"
+    assert wire.publish_fields(MqttMessage("t", b"x" * 60, qos=0))[-1].says == "x" * 48 + "…"
+    remaining = sum(len(f.data) for f in fields[2:])
+    assert by["Remaining Length"].says == f"{remaining} bytes follow"
+    retained = wire.publish_fields(MqttMessage("t", b"x", qos=0, retain=True))
+    assert [f.name for f in retained] == ["Packet type and flags", "Remaining Length", "Topic Name", "Property Length",
+                                          "Payload"]
+    assert retained[0].says == "PUBLISH, QoS 0, RETAIN"
