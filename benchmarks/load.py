@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from a2a_nb.agents.requester import Requester
 from a2a_nb.agents.responder import Responder, ResponderOptions
@@ -90,7 +90,7 @@ class _Load:
     def _one(self, k: int, start: threading.Barrier) -> None:
         req = self.requesters[k % len(self.requesters)]
         target = "desk" if k % 2 == 0 else f"pool:{POOL}"
-        out = {"k": k, "via": "desk" if k % 2 == 0 else "pool", "state": None, "chunks": set(), "cross_talk": 0,
+        out: dict[str, Any] = {"k": k, "via": "desk" if k % 2 == 0 else "pool", "state": None, "chunks": set(), "cross_talk": 0,
                "duplicates": 0, "recoveries": 0, "first": None, "total": None, "error": None, "answered_by": None}
         try:
             start.wait(self.timeout_s)
@@ -269,6 +269,8 @@ def run_desk_burst(url: Union[str, BrokerEndpoint, None] = None, requests: int =
     lock = threading.Lock()
 
     def on_reply(msg: MqttMessage) -> None:
+        if msg.correlation_data is None:
+            return  # not an answer to any request of this run
         with lock:
             answers.setdefault(msg.correlation_data, json.loads(msg.payload))
             if len(answers) >= requests:

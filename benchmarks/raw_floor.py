@@ -24,7 +24,9 @@ def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:
     connected = threading.Event()
     c.on_connect = lambda *a: connected.set()
     c.connect(ep.host, ep.port, keepalive=30)
-    c.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock = c.socket()
+    assert isinstance(sock, socket.socket)  # plain TCP here (paho types it as any socket-like object)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     c.loop_start()
     if not connected.wait(5):
         raise RuntimeError("raw paho client could not connect")

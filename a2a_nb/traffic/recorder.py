@@ -29,11 +29,7 @@ from ..mqtt.broker import ENV_CREDENTIALS, BrokerEndpoint
 from ..mqtt.session import Session, Subscription
 from ..protocol.packet import MqttMessage
 from ..protocol.topics import ALL_A2A
-from .records import (FIELDS, FORMAT_VERSION, PathLike, from_record, read_records, record_line,  # noqa: F401
-                      to_record, write_records)
-
-__all__ = ["Recorder", "FIELDS", "FORMAT_VERSION", "from_record", "read_records", "to_record", "write_records"]
-"""The record functions stay importable from here (``records.py`` defines them)."""
+from .records import PathLike, record_line, to_record
 
 
 class Recorder:

@@ -13,7 +13,7 @@ from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol.packet import MqttMessage
 from benchmarks.traffic import bench_load_traffic, bench_recorder, synthetic_records
 from a2a_nb.commands import traffic as traffic_commands
-from a2a_nb.traffic.recorder import read_records, write_records
+from a2a_nb.traffic.records import read_records, write_records
 
 from ._traffic import C1, T1, Traffic, clean_conversation
 

@@ -5,7 +5,7 @@ import pytest
 
 from a2a_nb.protocol import jsonrpc, messages, states
 from a2a_nb.traffic.lint import RULES, check_traffic, exit_code, format_findings, lint_file, main_lint, summary
-from a2a_nb.traffic.recorder import write_records
+from a2a_nb.traffic.records import write_records
 
 from ._traffic import C1, C2, CARD, REPLY, T1, T2, Traffic, clean_conversation, uuid4
 

@@ -11,7 +11,8 @@ import pytest
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.traffic import Recorder as LazyRecorder
-from a2a_nb.traffic.recorder import FIELDS, Recorder, from_record, read_records, to_record, write_records
+from a2a_nb.traffic.recorder import Recorder
+from a2a_nb.traffic.records import FIELDS, from_record, read_records, to_record, write_records
 
 
 @pytest.fixture
