@@ -78,10 +78,6 @@ class RetryProfile:
         never a republish of the request (rule 8); it gets the same budget as attempts (rule 6)."""
         return recoveries_made < self.max_attempts
 
-    def delays(self, rng: random.Random) -> tuple[float, ...]:
-        """The waits between all attempts of one operation (``max_attempts - 1`` values)."""
-        return tuple(self.backoff(i, rng) for i in range(1, self.max_attempts))
-
     def message_expiry_s(self) -> int:
         """MQTT Message Expiry Interval for requests: ``ceil(reply_first_timeout_s) + 5``.
 
@@ -107,10 +103,6 @@ class RetryProfile:
 DEFAULT = RetryProfile()
 """The profile's mandatory defaults (rule 2): 15 s, 30 s, 3 attempts, 1/2/4 s ±20%."""
 
-CLASSROOM = RetryProfile(
-    reply_first_timeout_s=1.5, stream_idle_timeout_s=3.0, max_attempts=3, backoff_s=(0.1, 0.2, 0.4)
-)
-"""Ten times faster, for live lessons and tests on a local broker."""
 
 
 def next_delay(profile: RetryProfile, attempts_made: int, rng: random.Random,
