@@ -24,8 +24,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..protocol import states as S
-from .frame import (DISCOVERY, EVENTS_LANE, Source, handovers, latency_view, load_traffic, routing_view, short_state,
-                    state_transitions)
+from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, Source, handovers, latency_view, load_traffic,
+                    routing_view, short_state, state_transitions)
 
 WIDTH = 10.0
 
@@ -66,7 +66,7 @@ def message_label(row: dict) -> str:
     """A short label for one message: ``SendMessage``, ``statusUpdate working``, ``artifact report``,
     ``task completed``, ``error -32001``, ``card online`` ..."""
     kind, ev = row.get("kind"), row.get("event")
-    if kind in ("request", "pool"):
+    if kind in REQUEST_KINDS:
         return str(row.get("method") or "request")
     if kind == "discovery":
         if ev is None:
@@ -221,7 +221,7 @@ def task_labels(df: Source, names: Optional[Mapping[str, str]] = None) -> dict[s
     labels: dict[str, str] = {}
     tasks = df[df["task_id"].notna()]
     for task, rows in tasks.groupby("task_id", sort=False):
-        first = names.get(task) or _ticket_of(rows[rows["kind"].isin(["request", "pool"])]) or "task"
+        first = names.get(task) or _ticket_of(rows[rows["kind"].isin(REQUEST_KINDS)]) or "task"
         labels[task] = f"{first} · {str(task)[:8]}"
     return labels
 

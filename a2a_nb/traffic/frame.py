@@ -412,7 +412,7 @@ def short_state(state: Any) -> Any:
 
 
 def _requests_by_row(df: pd.DataFrame) -> dict[int, Any]:
-    req = df[df["kind"].isin(("request", "pool"))]
+    req = df[df["kind"].isin(REQUEST_KINDS)]
     return dict(zip(req["i"], req["to_agent"]))
 
 
@@ -486,7 +486,7 @@ def routing_view(df: Source) -> pd.DataFrame:
         first_reply.setdefault(q, who)
         if resp is not None and task is not None:
             seen_responder.setdefault(task, []).append((i, resp))
-    req = df[df["kind"].isin(("request", "pool")) & df["task_id"].notna()]
+    req = df[df["kind"].isin(REQUEST_KINDS) & df["task_id"].notna()]
     rows = []
     prev_target: dict[str, str] = {}
     first_target: dict[str, str] = {}
@@ -525,7 +525,7 @@ def latency_view(df: Source) -> pd.DataFrame:
             first[q] = lat
         if code is not None and q not in err:
             err[q] = code
-    req = df[df["kind"].isin(("request", "pool"))]
+    req = df[df["kind"].isin(REQUEST_KINDS)]
     rows = [(i, t, dt, m, to, task, first.get(i, float("nan")), count.get(i, 0), err.get(i))
             for i, t, dt, m, to, task in zip(req["i"], req["t"], req["dt"], req["method"], req["to_agent"],
                                              req["task_id"])]
