@@ -22,6 +22,7 @@ from ..protocol import errors, inbound, jsonrpc, messages, pools, properties, st
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
+from .auth import BearerPolicy
 from .context import TaskContext
 from .runtime import BLOCKING, STREAM, Listener, TaskCanceled, TaskRuntime, trim_history
 
@@ -96,7 +97,7 @@ class Responder:
         card: Optional[dict] = None,
         runtime: Optional[TaskRuntime] = None,
         pool: Optional[str] = None,
-        auth=None,
+        auth: Optional[BearerPolicy] = None,
         options: ResponderOptions = ResponderOptions(),
         start: bool = True,
     ):
