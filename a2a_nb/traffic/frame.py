@@ -271,6 +271,10 @@ def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) ->
     GetTask/CancelTask), a Message or another result (Streaming Reply Mapping 3-7); an error
     reply has a code and maybe ``data.a2a_error`` (Binding-Specific Error Mapping 5); a non-JSON
     payload is a native binary chunk (Optional MQTT Native Binary Artifact Mode 5-8).
+
+    The tuples here (and in ``_result_fields``) list ``PAYLOAD_COLUMNS`` in order: method, jsonrpc_id,
+    state, event, artifact_id, append, last_chunk, error_code, a2a_error. Plain tuples, not a
+    NamedTuple: this runs once per recorded message.
     """
     if type(payload) is dict:
         rid = payload.get("id")
