@@ -89,11 +89,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                    pace=args.pace, unique_names=not secure_logins):
             stoppers.append(member.stop)
             print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
-    try:
-        wait_for_signal()
-    finally:
+
+    def stop_all() -> None:
         for stop in stoppers:
             stop()
+
+    wait_for_signal(then=stop_all)
     return 0
 
 

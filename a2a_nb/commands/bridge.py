@@ -33,8 +33,5 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     print(bridge.url, flush=True)
     print(f"# {args.org}/{args.unit}/{args.agent} over HTTP: card at {bridge.card_url}, JSON-RPC at {bridge.url} "
           "(Ctrl-C stops it)", flush=True)
-    try:
-        wait_for_signal()
-    finally:
-        bridge.stop()
+    wait_for_signal(then=bridge.stop)
     return 0

@@ -47,8 +47,5 @@ def cmd_broker(args: argparse.Namespace) -> int:
               f"#   export A2A_BROKER_URL='{coordinator.url_with_secret}'", file=sys.stderr, flush=True)
     else:
         print(f"# In another shell: export A2A_BROKER_URL={broker.url}", file=sys.stderr, flush=True)
-    try:
-        wait_for_signal()
-    finally:
-        broker.stop()
+    wait_for_signal(then=broker.stop)
     return 0

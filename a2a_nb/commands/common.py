@@ -85,10 +85,12 @@ def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     return check
 
 
-def wait_for_signal(timeout: Optional[float] = None) -> None:
-    """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit).
+def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] = lambda: None) -> None:
+    """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit),
+    then run ``then``, the command's clean stop (agents offline, a recording flushed), always.
 
-    The previous signal handlers are back on return. Off the main thread Python cannot catch
+    Signals stay caught until ``then`` is done, so an impatient second Ctrl-C cannot cut the clean
+    stop short; the previous handlers are back on return. Off the main thread Python cannot catch
     signals, so there only the timeout ends the wait."""
     stop = threading.Event()
     previous = {}
@@ -103,8 +105,11 @@ def wait_for_signal(timeout: Optional[float] = None) -> None:
                 break
             stop.wait(min(left, 0.5))
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        try:
+            then()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def check_recording_target(path: str, option: str = "--out") -> None:

@@ -95,7 +95,8 @@ def mqtt_side_by_side_html(msg, limit: int = 6000) -> str:
 def publish_bytes_html(msg, mid: int = 1, short: int = 6) -> str:
     """The PUBLISH packet of ``msg`` as the broker receives it, piece by piece (``mqtt.wire``): where
     each piece starts, its bytes in hex (for a long piece its structure bytes, then how many value
-    bytes follow), its name and what it says. Bearer tokens show as ``[redacted]``."""
+    bytes follow), its name and what it says. A bearer token is replaced by ``[redacted]`` before
+    the packet is built, so with a token the sizes are those of the redacted packet."""
     msg = replace(msg, user_properties=redact(msg.user_properties))
     rows, offset = [], 0
     for f in publish_fields(msg, mid):

@@ -32,6 +32,27 @@ def test_ctrl_c_ends_the_wait_early(timeout):
     ctrl_c.join()
 
 
+def test_a_second_ctrl_c_cannot_cut_the_clean_stop_short():
+    before = signal.getsignal(signal.SIGINT)
+    stopped = []
+
+    def clean_stop() -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the impatient second Ctrl-C, in the middle of the clean stop
+        time.sleep(0.2)  # Python runs a signal handler between bytecodes: this gives it every chance
+        stopped.append("all agents offline")
+
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    wait_for_signal(30, then=clean_stop)
+    assert stopped == ["all agents offline"]
+    assert signal.getsignal(signal.SIGINT) == before
+
+
+def test_the_clean_stop_runs_after_a_timeout_too():
+    stopped = []
+    wait_for_signal(0.1, then=lambda: stopped.append(True))
+    assert stopped == [True]
+
+
 def test_off_the_main_thread_only_the_timeout_ends_the_wait():
     errors: list[BaseException] = []
 
