@@ -213,7 +213,8 @@ class TaskRuntime:
     def complete_with_message(self, task_id: str, message: dict) -> TaskRecord:
         """The handler answered with a Message: each waiting request gets ``{"message": ...}`` as its
         answer (a stream's only item), then the stored task completes with that message. The reply
-        goes first: the bookkeeping overlaps its trip to the requester."""
+        is published first: from a worker thread it leaves before the bookkeeping; an ``inline``
+        agent's network thread writes it once the request is handled."""
         with self.lock:
             entry = self._entry(task_id)
             waiting, entry.listeners = [l for l in entry.listeners if not l.closed], []
