@@ -70,12 +70,14 @@ class RawEcho:
         client.publish(m.properties.ResponseTopic, m.payload, qos=1, properties=props)
 
     def round_trip(self) -> float:
+        """One request and its reply, timed like the kit's ``send``: from building the request's
+        properties (the kit's timed region builds its message and properties too) to the reply."""
         self._count += 1
+        self._got.clear()
+        t = time.perf_counter()
         props = Properties(PacketTypes.PUBLISH)
         props.ResponseTopic = self.rep_topic
         props.CorrelationData = self._count.to_bytes(8, "big")
-        self._got.clear()
-        t = time.perf_counter()
         self.requester.publish(self.req_topic, self.payload, qos=1, properties=props)
         if not self._got.wait(5):
             raise RuntimeError("raw echo did not answer")

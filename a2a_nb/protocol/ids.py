@@ -17,7 +17,6 @@ import itertools
 import random
 import re
 import secrets
-import uuid
 from typing import Optional
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -105,10 +104,23 @@ def readable_correlation(data: bytes) -> str:
     return "0x" + data.hex()
 
 
+_VERSION_4 = 0x4 << 76  # the version nibble (RFC 9562, section 4.2)
+_VARIANT = 0b10 << 62  # the variant bits 10 (RFC 9562, section 4.1)
+_NOT_VERSION_OR_VARIANT = ~(0xF << 76 | 0b11 << 62)
+
+
+def uuid4_text(bits: int) -> str:
+    """128 random bits as a canonical UUIDv4 string: version 4 and variant bits set, what
+    ``str(uuid.UUID(int=bits, version=4))`` gives, without building a ``UUID`` object (two
+    thirds of the time; a requester makes three per request)."""
+    h = f"{bits & _NOT_VERSION_OR_VARIANT | _VERSION_4 | _VARIANT:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 class IdSource:
     """Makes every id the kit needs; deterministic when seeded.
 
-    ``IdSource()`` draws from the OS random source (``secrets``/``uuid4``). ``IdSource(seed=7)``
+    ``IdSource()`` draws from the OS random source (``secrets``). ``IdSource(seed=7)``
     draws from ``random.Random(7)`` for the ids a lesson displays (Task.id, contextId, messageId,
     agent names): same ids on every run, still valid UUIDv4 and still unique within the source.
     ``correlation()`` and ``reply_suffix()`` ignore the seed: they must stay unguessable.
@@ -133,9 +145,7 @@ class IdSource:
 
     def uuid4(self) -> str:
         """A lowercase canonical UUIDv4 string."""
-        if self._rng is None:
-            return str(uuid.uuid4())
-        return str(uuid.UUID(int=self._bits(128), version=4))
+        return uuid4_text(self._bits(128))
 
     def task_id(self) -> str:
         """A new ``Task.id``: UUIDv4, made by the requester (Profile: Request/Reply Mapping 6)."""

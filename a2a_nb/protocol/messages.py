@@ -77,7 +77,7 @@ def _int(value: Optional[int], what: str, minimum: int = 0) -> Optional[int]:
 
 def now_iso(now: Optional[datetime] = None) -> str:
     """RFC 3339 UTC timestamp with milliseconds and ``Z``, e.g. ``2025-01-02T03:04:05.123Z``."""
-    dt = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    dt = datetime.now(timezone.utc) if now is None else now.astimezone(timezone.utc)
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

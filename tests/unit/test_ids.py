@@ -1,5 +1,6 @@
 """Profile: Identifier Format, Client Session Requirements 3-4, Request/Reply Mapping 5-6."""
 import re
+import random
 import uuid
 
 import pytest
@@ -92,6 +93,13 @@ def test_is_uuid4_is_strict():
     assert ids.is_uuid4("12345678-1234-4234-b234-123456789abc")
     assert not ids.is_uuid4(None)
     assert not ids.is_uuid4(uuid.uuid4())  # a UUID object is not the wire string
+
+
+def test_uuid4_text_is_what_the_uuid_module_makes_of_the_same_bits():
+    rng = random.Random(3)
+    for bits in [0, 2**128 - 1, *(rng.getrandbits(128) for _ in range(2000))]:
+        assert ids.uuid4_text(bits) == str(uuid.UUID(int=bits, version=4))
+        assert ids.is_uuid4(ids.uuid4_text(bits))
 
 
 @pytest.mark.parametrize("seed", [None, 0, 42])
