@@ -118,7 +118,6 @@ def stream_rate(ep: BrokerEndpoint, n: int = 5000, payload: bytes = b"x" * 200) 
     return {"n": count[0], "seconds": elapsed, "per_s": count[0] / elapsed}
 
 
-
 def paho_costs(repeat: int = 5, number: int = 2000) -> dict:
     """Microseconds paho's public ``Properties`` API takes per message, in this process: what every
     kit message (and every raw one) pays. A stream item carries Correlation Data; a request also a

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..protocol import states
 
+
 def badge(state: Any) -> str:
     if not state:
         return ""

@@ -104,7 +104,6 @@ DEFAULT = RetryProfile()
 """The profile's mandatory defaults (rule 2): 15 s, 30 s, 3 attempts, 1/2/4 s ±20%."""
 
 
-
 def next_delay(profile: RetryProfile, attempts_made: int, rng: random.Random,
                got_any_reply: bool = False) -> Optional[float]:
     """Plan helper: seconds to wait before the next attempt, or None when the requester must stop."""

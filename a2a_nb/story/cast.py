@@ -53,6 +53,8 @@ def broker_for(broker: BrokerChoice, agent: str) -> Union[str, BrokerEndpoint, N
     """``broker`` as given, or, when it is a function ``agent -> BrokerEndpoint`` (a secured broker
     with one login per agent, e.g. ``SecureBroker.credentials``), the endpoint of ``agent``."""
     return broker(agent) if callable(broker) else broker
+
+
 REPORT_ID = "tck-4821-report"
 
 

@@ -56,6 +56,7 @@ RULES: dict[str, Rule] = {}
 Check = Callable[["Message", "Context"], Iterable[Union[str, tuple[str, str]]]]
 _CHECKS: list[tuple[Rule, frozenset, Check]] = []
 
+
 def rule(id: str, level: str, section: str, summary: str, kinds: Iterable[str] = KINDS):
     """Register a check function as the rule ``id`` for messages of ``kinds``.
 
