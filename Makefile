@@ -18,7 +18,7 @@ lab: setup
 ## paho-mqtt pyproject.toml allows (a second venv)
 test: setup
 	$(PY) -m mypy
-	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/sanitize.cfg -p no:cacheprovider
 	$(MAKE) --no-print-directory test-paho-oldest
 
 ## the browser tests alone: one JupyterLab, Debian's chromium driven by playwright (skipped, saying why,

@@ -5,11 +5,14 @@
     .venv/bin/python scripts/build_notebooks.py 01 02      # only lessons whose name starts so
     .venv/bin/python scripts/build_notebooks.py --no-execute
 
-Each lesson is written as ``notebooks/NN-name.py``, a jupytext percent-format text file
+Each lesson is written as ``notebooks/text/NN-name.py``, a jupytext percent-format text file
 (``# %% [markdown]`` and ``# %%`` cells, tags as ``# %% tags=["nbval-ignore-output"]``), paired with
-``notebooks/NN-name.ipynb`` (``formats: ipynb,py:percent``). This script reads each text file with
+``notebooks/NN-name.ipynb`` (``formats: ipynb,text//py:percent``: the text files sit in a subfolder,
+so JupyterLab's file browser lists each lesson once). This script reads each text file with
 jupytext, gives the cells stable ids (``NN-ii``, by position), executes the notebook and writes the
-``.ipynb``. A new ``NN-name.py`` is a new lesson: nothing here lists the lessons.
+``.ipynb``. A new ``text/NN-name.py`` is a new lesson: nothing here lists the lessons. The header
+(kernelspec, pairing) is what JupyterLab itself writes, so saving a lesson there leaves its text
+file as it was.
 
 Why outputs are stored: nbval compares a fresh run with the stored outputs, and a cell that was
 never executed is not compared at all. So every lesson is executed here, against a Mosquitto this
@@ -17,6 +20,11 @@ script starts (``EmbeddedBroker``) and names in ``A2A_BROKER_URL`` exactly as ``
 does for the test run. Ids are seeded (``seed=`` on ``Requester`` and ``TicketDesk``) and agent names
 fixed, so the stored outputs are what the tests see; cells showing timings or live widgets carry
 the ``nbval-ignore-output`` tag. The kernel is ``python3`` of the current environment.
+
+The build also measures each lesson's Run All time (first code cell started to last one done, as a
+learner's *Run All* takes it, kernel start-up aside) and stores it in the notebook's metadata
+(``a2a_nb.run_all_s``): ``tests/notebooks/test_prose_claims.py`` holds the time the lesson states
+within 1.5x of it.
 
 Every lesson has the same frame: title, What you will learn, Time needed, Prerequisites, numbered
 steps, Summary, What's next (``tests/notebooks/test_hygiene.py`` checks it);
@@ -28,7 +36,7 @@ import argparse
 import hashlib
 import os
 import sys
-import time
+from datetime import datetime
 from pathlib import Path
 
 import jupytext
@@ -37,10 +45,12 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+TEXTS = NOTEBOOKS / "text"
 sys.path.insert(0, str(ROOT))
 
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-PAIRING = {"formats": "ipynb,py:percent"}  # jupytext metadata: JupyterLab keeps both files in step
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}  # as JupyterLab writes it
+PAIRING = {"formats": "ipynb,text//py:percent"}  # jupytext metadata: JupyterLab keeps both files in step
+CELL_METADATA = ("tags", "jupyter")  # kept from the text file: nbval tags, a solution's collapsed source
 TIMEOUT_S = 120
 BUILD_PORT = 18830
 NEW_CELL = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell,
@@ -49,12 +59,12 @@ NEW_CELL = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_c
 
 def lesson_texts() -> dict[str, Path]:
     """Every lesson's text file by lesson name (``NN-name``), in lesson order."""
-    return {path.stem: path for path in sorted(NOTEBOOKS.glob("[0-9][0-9]-*.py"))}
+    return {path.stem: path for path in sorted(TEXTS.glob("[0-9][0-9]-*.py"))}
 
 
 def notebook_from_text(path: Path) -> nbformat.NotebookNode:
-    """The lesson's notebook, without outputs: the text file's cells (sources, types, tags) with
-    stable ids, the python3 kernel and the jupytext pairing."""
+    """The lesson's notebook, without outputs: the text file's cells (sources, types, tags, collapsed
+    sources) with stable ids, the python3 kernel and the jupytext pairing."""
     text = jupytext.read(path)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
@@ -63,17 +73,24 @@ def notebook_from_text(path: Path) -> nbformat.NotebookNode:
     for i, cell in enumerate(text.cells):
         cell_id = f"{path.stem[:2]}-{i:02d}"
         new = NEW_CELL[cell.cell_type](cell.source, id=cell_id)
-        if cell.metadata.get("tags"):
-            new.metadata["tags"] = list(cell.metadata["tags"])
+        for key in CELL_METADATA:
+            if cell.metadata.get(key):
+                new.metadata[key] = cell.metadata[key]
         nb.cells.append(new)
     return nb
 
 
-def execute(nb: nbformat.NotebookNode) -> None:
+def execute(nb: nbformat.NotebookNode) -> float:
+    """Run every cell; return the Run All time in seconds (first code cell started to last one
+    done). The per-cell timestamps that measure it are not kept in the file."""
     client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name=KERNELSPEC["name"], allow_errors=False,
-                            record_timing=False, resources={"metadata": {"path": str(NOTEBOOKS)}})
+                            record_timing=True, resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)  # nbclient writes the spec it ran; keep ours
+    timings = [cell.metadata.pop("execution") for cell in nb.cells if "execution" in cell.metadata]
+    started = datetime.fromisoformat(timings[0]["iopub.execute_input"].replace("Z", "+00:00"))
+    done = datetime.fromisoformat(timings[-1]["shell.execute_reply"].replace("Z", "+00:00"))
+    return (done - started).total_seconds()
 
 
 def merge_streams(nb: nbformat.NotebookNode) -> None:
@@ -133,16 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, text_path in chosen.items():
             nb = notebook_from_text(text_path)
-            started = time.perf_counter()
+            note = "not executed"
             if broker is not None:
-                execute(nb)
+                run_all_s = execute(nb)
+                nb.metadata["a2a_nb"] = {"run_all_s": round(run_all_s, 1)}
                 merge_streams(nb)
                 nb = stable_widget_ids(nb, name)
-            elapsed = time.perf_counter() - started
+                note = f"Run All took {run_all_s:.1f} s"
             path = NOTEBOOKS / f"{name}.ipynb"
             nbformat.validate(nb)
             nbformat.write(nb, path)
-            note = f"executed in {elapsed:.1f} s" if broker is not None else "not executed"
             print(f"{path.relative_to(ROOT)}: {len(nb.cells)} cells, {note}")
     finally:
         if broker is not None:

@@ -36,7 +36,7 @@ from ..traffic.charts import message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
 from ..traffic.records import from_record
 from .display import mqtt_properties_rows
-from .widgets import widget_bundle
+from .widgets import offline_note, widget_bundle
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
 MARK_RGB = np.array([214, 39, 40], dtype=np.uint8)  # a red bar at the row's left edge
@@ -287,7 +287,7 @@ class TrafficPlayer:
                                                            flex="0 0 auto", align_self="flex-start",
                                                            object_fit="contain"))
         self.view = W.HTML(layout=W.Layout(flex="1 1 480px", min_width="0"))
-        self.widget = W.VBox([W.HBox([self.play, self.prev, self.next, self.slider]),
+        self.widget = W.VBox([offline_note(), W.HBox([self.play, self.prev, self.next, self.slider]),
                               W.HBox([self.chart, self.view], layout=W.Layout(flex_flow="row wrap",
                                                                               align_items="flex-start"))])
         self.slider.observe(self._on_index, names="value")

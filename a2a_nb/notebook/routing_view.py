@@ -23,7 +23,7 @@ from typing import Any, Iterable, Optional
 import ipywidgets as W
 
 from ..protocol.routing import Address, RoutingTable
-from .widgets import widget_bundle
+from .widgets import offline_note, widget_bundle
 
 CAUSE_COLOURS = {"handover": "#1e88e5", "fallback": "#fb8c00", "pool-assigned": "#8e24aa"}
 
@@ -69,7 +69,7 @@ class RoutingTableView:
         self.auto = W.Checkbox(value=False, description="auto refresh", indent=False)
         self.caption = W.HTML()
         self.html = W.HTML()
-        self.widget = W.VBox([W.HBox([self.button, self.auto]), self.caption, self.html])
+        self.widget = W.VBox([offline_note(), W.HBox([self.button, self.auto]), self.caption, self.html])
         self.button.on_click(lambda _b: self.refresh())
         self.auto.observe(self._on_auto, names="value")
         self.refresh()

@@ -9,6 +9,11 @@ update happens under a lock and by setting a trait or appending to ``Output.outp
 Displayed in a notebook, each object sends a MIME bundle with the live widget AND a plain HTML
 snapshot: JupyterLab shows the widget; GitHub, nbviewer or a kernel-less export show the HTML.
 Without a kernel (plain Python, pytest) only the HTML is offered.
+
+A saved notebook brings its widgets back from the saved widget state, but with no kernel behind
+them: their buttons do nothing. Every view of the kit starts with :func:`offline_note`, a line that
+stays hidden while the kernel is connected and says "run this cell again" when it is not (ipywidgets
+marks a view whose model has no live connection with the class ``jupyter-widgets-disconnected``).
 """
 from __future__ import annotations
 
@@ -43,6 +48,21 @@ def widget_bundle(widget: W.Widget, snapshot_html: str, plain: str) -> dict:
     return data
 
 
+OFFLINE_TEXT = "kernel not connected: run this cell again to use it"
+_OFFLINE_HTML = (
+    "<style>.a2a-offline-note{display:none}"
+    ".jupyter-widgets-disconnected .a2a-offline-note{display:block;margin:2px 0;padding:2px 8px;"
+    "border-left:4px solid #f57c00;background:rgba(245,124,0,0.12);"
+    "color:var(--jp-ui-font-color0,inherit)}</style>"
+    f'<div class="a2a-offline-note">⚠ {OFFLINE_TEXT}</div>')
+
+
+def offline_note() -> W.HTML:
+    """A line that shows only while the widget has no kernel behind it (a reopened notebook, a
+    kernel that was shut down): "kernel not connected: run this cell again to use it"."""
+    return W.HTML(_OFFLINE_HTML)
+
+
 def parse_tags(text: str) -> list[str]:
     """``"ticket, root-cause-analysis"`` or ``"ticket root-cause-analysis"`` → two tags."""
     return [t for t in re.split(r"[\s,]+", text or "") if t]
@@ -65,7 +85,7 @@ class DiscoveryBrowser:
                              continuous_update=True, layout=W.Layout(width="32em"))
         self.known = W.HTML()
         self.table = W.HTML()
-        self.widget = W.VBox([self.filter, self.known, self.table])
+        self.widget = W.VBox([offline_note(), self.filter, self.known, self.table])
         self._previous = discovery.on_change
         discovery.on_change = self._on_change
         self.filter.observe(self._on_filter, names="value")
@@ -166,8 +186,8 @@ class SendForm:
         self.button = W.Button(description="Send", button_style="primary", icon="paper-plane")
         self.status = W.HTML()
         self.view = W.Output(layout=W.Layout(border="1px solid #ddd", max_height="20em", overflow="auto"))
-        self.widget = W.VBox([W.HBox([self.agent, self.stream, self.follow_up]), W.HBox([self.text, self.button]),
-                              self.status, self.view])
+        self.widget = W.VBox([offline_note(), W.HBox([self.agent, self.stream, self.follow_up]),
+                              W.HBox([self.text, self.button]), self.status, self.view])
         self.lines: list[str] = []
         self.last_task: Optional[dict] = None  # {"id", "contextId", "state"} of the last task seen
         self.errors = 0

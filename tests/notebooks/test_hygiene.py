@@ -101,3 +101,34 @@ def test_links_point_at_existing_lessons(path):
         if cell.cell_type == "markdown":
             for target in re.findall(r"\]\(([^)#]+\.ipynb)\)", cell.source):
                 assert target in names, f"{path.name} links to missing {target}"
+
+
+EXERCISE_CHECK = re.compile(r"\blesson(\d\d)\.\w+\(")
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if not p.name.startswith("00-")],
+                         ids=[p.name for p in PATHS if not p.name.startswith("00-")])
+def test_lesson_ends_with_exercises_and_collapsed_reference_answers(path):
+    """Lessons 01-09 end with a step "Your turn": each exercise cell calls one of the lesson's checks
+    (``a2a_nb.notebook.exercises.lessonNN``) on the learner's ``...``, and the cell after it, tagged
+    ``solution`` with its source collapsed, calls the same check on the reference answer."""
+    cells = load(path).cells
+    headings = [(i, line) for i, c in enumerate(cells) if c.cell_type == "markdown"
+                for line in c.source.splitlines() if line.startswith("## ")]
+    turn = [i for i, line in headings if re.match(r"## Step \d+\. Your turn", line)]
+    assert turn, f"{path.name}: no '## Step N. Your turn' step with exercises"
+    end = next((i for i, line in headings if i > turn[0]), len(cells))
+    code = [c for c in cells[turn[0]:end] if c.cell_type == "code"]
+    exercises = [c for c in code if "solution" not in c.metadata.get("tags", [])]
+    solutions = [c for c in code if "solution" in c.metadata.get("tags", [])]
+    asked = [c for c in exercises if EXERCISE_CHECK.search(c.source) and "..." in c.source]
+    assert 1 <= len(asked) <= 3, f"{path.name}: one to three exercises expected, found {len(asked)}"
+    for c in asked:
+        assert EXERCISE_CHECK.search(c.source).group(1) == path.name[:2], f"{path.name}: checks of another lesson"
+        after = cells[cells.index(c) + 1]
+        assert after in solutions, f"{path.name}: the exercise cell {c.id} has no reference answer right after it"
+        assert after.metadata.get("jupyter", {}).get("source_hidden") is True, f"{path.name}: {after.id} not collapsed"
+        check = EXERCISE_CHECK.search(c.source).group(0)
+        assert check in after.source, f"{path.name}: {after.id} does not call {check}...)"
+        shown = "".join(o.get("data", {}).get("text/plain", "") for o in after.outputs)
+        assert "✓ right" in shown, f"{path.name}: the reference answer in {after.id} is not right: {shown[:200]}"

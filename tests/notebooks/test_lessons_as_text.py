@@ -1,8 +1,9 @@
-"""Each lesson is written as a jupytext text file (``notebooks/NN-name.py``, percent format) paired
-with its notebook (``NN-name.ipynb``, built and executed by ``scripts/build_notebooks.py``).
+"""Each lesson is written as a jupytext text file (``notebooks/text/NN-name.py``, percent format)
+paired with its notebook (``notebooks/NN-name.ipynb``, built and executed by
+``scripts/build_notebooks.py``).
 
-A pair is in sync when the notebook holds exactly the text file's cells: same types, sources and
-tags, in the same order (outputs aside). Editing a text file without rebuilding its notebook, or
+A pair is in sync when the notebook holds exactly the text file's cells: same types, sources, tags
+and collapsed sources, in the same order (outputs aside). Editing a text file without rebuilding its notebook, or
 editing a notebook outside JupyterLab's jupytext pairing, fails here and names the first cell that
 differs.
 """
@@ -18,13 +19,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-PAIRING = "ipynb,py:percent"
+TEXTS = NOTEBOOKS / "text"
+PAIRING = "ipynb,text//py:percent"
 LESSON_STEMS = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")}
-                      | {p.stem for p in NOTEBOOKS.glob("[0-9][0-9]-*.py")})
+                      | {p.stem for p in TEXTS.glob("[0-9][0-9]-*.py")})
 
 
-def cells_of(nb) -> list[tuple[str, str, list[str]]]:
-    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+def cells_of(nb) -> list[tuple[str, str, list[str], dict]]:
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", [])), dict(c.metadata.get("jupyter", {})))
+            for c in nb.cells]
 
 
 def differences(notebook: Path, text: Path) -> list[str]:
@@ -33,7 +36,7 @@ def differences(notebook: Path, text: Path) -> list[str]:
     written = cells_of(jupytext.read(text))
     found = []
     for i, (in_notebook, in_text) in enumerate(zip(stored, written)):
-        for what, a, b in zip(("type", "source", "tags"), in_notebook, in_text):
+        for what, a, b in zip(("type", "source", "tags", "jupyter metadata"), in_notebook, in_text):
             if a != b:
                 found.append(f"cell {i}: {what} differs: notebook {a!r:.80} vs text {b!r:.80}")
     if len(stored) != len(written):
@@ -51,14 +54,14 @@ def load_build_script():
 def test_every_lesson_is_a_pair():
     assert LESSON_STEMS, "no lesson found in notebooks/"
     for stem in LESSON_STEMS:
-        assert (NOTEBOOKS / f"{stem}.py").is_file(), f"{stem}.ipynb has no text file {stem}.py"
+        assert (TEXTS / f"{stem}.py").is_file(), f"{stem}.ipynb has no text file text/{stem}.py"
         assert (NOTEBOOKS / f"{stem}.ipynb").is_file(), \
             f"{stem}.py has no notebook: run `.venv/bin/python scripts/build_notebooks.py {stem[:2]}`"
 
 
 @pytest.mark.parametrize("stem", LESSON_STEMS)
 def test_notebook_holds_its_text_files_cells(stem):
-    found = differences(NOTEBOOKS / f"{stem}.ipynb", NOTEBOOKS / f"{stem}.py")
+    found = differences(NOTEBOOKS / f"{stem}.ipynb", TEXTS / f"{stem}.py")
     assert not found, (f"{stem}.ipynb is out of sync with {stem}.py (rebuild it: "
                        f"`.venv/bin/python scripts/build_notebooks.py {stem[:2]}`):\n" + "\n".join(found))
 
@@ -67,7 +70,7 @@ def test_notebook_holds_its_text_files_cells(stem):
 def test_both_files_declare_the_pairing(stem):
     """JupyterLab (jupytext's contents manager) pairs the two files by this metadata."""
     assert nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4).metadata["jupytext"]["formats"] == PAIRING
-    text = jupytext.read(NOTEBOOKS / f"{stem}.py")
+    text = jupytext.read(TEXTS / f"{stem}.py")
     assert text.metadata["jupytext"]["formats"] == PAIRING
     assert text.metadata["jupytext"]["text_representation"]["format_name"] == "percent"
     assert text.metadata["kernelspec"]["name"] == "python3"
@@ -78,8 +81,8 @@ def test_an_edited_text_file_is_caught(tmp_path):
     stem = "01-discovery"
     notebook = shutil.copy(NOTEBOOKS / f"{stem}.ipynb", tmp_path)
     text = tmp_path / f"{stem}.py"
-    original = (NOTEBOOKS / f"{stem}.py").read_text()
-    assert differences(Path(notebook), NOTEBOOKS / f"{stem}.py") == []
+    original = (TEXTS / f"{stem}.py").read_text()
+    assert differences(Path(notebook), TEXTS / f"{stem}.py") == []
 
     text.write_text(original.replace("# ## Step 1.", "# ## Step One.", 1))
     assert any("source differs" in d for d in differences(Path(notebook), text))
@@ -93,14 +96,14 @@ def test_an_edited_text_file_is_caught(tmp_path):
 
 def test_build_script_lists_every_text_file():
     build = load_build_script()
-    assert list(build.lesson_texts()) == sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]-*.py"))
+    assert list(build.lesson_texts()) == sorted(p.stem for p in TEXTS.glob("[0-9][0-9]-*.py"))
 
 
 @pytest.mark.parametrize("stem", LESSON_STEMS)
 def test_build_gives_the_stored_ids_and_metadata(stem):
     """The build's notebook (before execution) has the stored notebook's cell ids, kernel and pairing:
     rebuilding a lesson whose text did not change changes nothing but outputs."""
-    built = load_build_script().notebook_from_text(NOTEBOOKS / f"{stem}.py")
+    built = load_build_script().notebook_from_text(TEXTS / f"{stem}.py")
     stored = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
     assert [c.id for c in built.cells] == [c.id for c in stored.cells]
     assert cells_of(built) == cells_of(stored)

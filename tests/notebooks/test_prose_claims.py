@@ -1,0 +1,94 @@
+"""A lesson's prose is a claim about the output under it (DESIGN.md, "Lessons a learner can trust").
+
+Two halves hold text and output together:
+
+* at run time, ``as_described(said("quote", actual, expected), ...)`` in a lesson cell raises when
+  the output is not what the text says (nbval and the build fail there);
+* here, every ``said`` quotes words the text above it really says (a changed sentence fails), and
+  every number, number word, analyst name and task state that a step's prose states is quoted by
+  one of that step's checks (a new claim without a check fails).
+
+The time a lesson states ("Run All takes about 5 seconds") is held within 1.5x of the Run All time
+the build measured and stored in the notebook (``scripts/build_notebooks.py``).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from .prose import claims_in, misquoted_checks, sections, unchecked_claims
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTS = sorted((ROOT / "notebooks" / "text").glob("[0-9][0-9]-*.py"))
+IDS = [p.stem for p in TEXTS]
+WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10}
+STATED_TIME = re.compile(r"Run All takes (about|under) (\d+|a|one|two|three|four|five|ten) seconds?")
+RATIO = 1.5
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=IDS)
+def test_every_check_quotes_the_text_above_it(path):
+    problems = misquoted_checks(path)
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=IDS)
+def test_every_claim_of_a_step_is_checked(path):
+    problems = unchecked_claims(path)
+    assert not problems, (f"{path.name}: give each claim a check under its output, e.g. "
+                          f"as_described(said('the words of the text', actual, expected)):\n" + "\n".join(problems))
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=IDS)
+def test_stated_run_time_is_the_measured_one(path):
+    time_needed = next(s for s in sections(path) if s.title == "Time needed")
+    text = " ".join(line for _, line in time_needed.prose)
+    found = STATED_TIME.search(text)
+    assert found, f"{path.name}: 'Time needed' should say 'Run All takes about N seconds' (or 'under N seconds')"
+    how, figure = found.group(1), found.group(2)
+    stated = WORDS.get(figure) or int(figure)
+    measured = nbformat.read(ROOT / "notebooks" / f"{path.stem}.ipynb", as_version=4).metadata["a2a_nb"]["run_all_s"]
+    if how == "under":
+        assert measured <= stated, f"{path.name}: says under {stated} s, the build measured {measured} s"
+    else:
+        assert max(measured / stated, stated / measured) <= RATIO, \
+            f"{path.name}: says about {stated} s, the build measured {measured} s (more than {RATIO}x apart)"
+
+
+# -- the checks catch drift -----------------------------------------------------------------------
+LESSON = ROOT / "notebooks" / "text" / "05-handover.py"
+
+
+def test_a_changed_quoted_sentence_is_caught(tmp_path):
+    copy = Path(shutil.copy(LESSON, tmp_path))
+    assert misquoted_checks(copy) == []
+    checks = [c for s in sections(copy) for c in s.checks]
+    assert checks, "lesson 05 has said(...) checks"
+    quote = checks[0].quote
+    text = copy.read_text()
+    first_word = quote.split()[0]
+    copy.write_text(text.replace("# " + first_word, "# " + first_word + "ish", 1) if ("# " + first_word) in text
+                    else text.replace(" " + first_word, " " + first_word + "ish", 1))
+    assert any(repr(quote) in p for p in misquoted_checks(copy))
+
+
+def test_a_new_number_in_a_step_is_caught(tmp_path):
+    copy = Path(shutil.copy(LESSON, tmp_path))
+    assert unchecked_claims(copy) == []
+    text = copy.read_text()
+    step = text.index("# ## Step 2.")
+    copy.write_text(text[:step] + "# ## Step 2. Seventeen\n#\n# The broker sent 17 replies to `analyst-9`.\n"
+                    + text[step + len("# ## Step 2."):])
+    problems = "\n".join(unchecked_claims(copy))
+    assert "“17”" in problems and "“analyst-9”" in problems
+
+
+def test_claim_tokens():
+    line = "Three attempts, PUBACK 16 each (see step 4), then `analyst-2` went `input-required`; QoS 1, v1.0"
+    assert claims_in(line) == {"three", "16", "analyst-2", "input-required"}
+    assert claims_in("the task is INPUT_REQUIRED after 0.5 s; `seed=4821`") == {"input-required", "0.5"}
+    assert claims_in("1. The coordinator subscribes") == set()
