@@ -12,6 +12,8 @@ import pytest
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is pinned in "
                              "requirements.txt: run `make setup`)").expect
 
+from a2a_nb.notebook.widgets import OFFLINE_TEXT
+
 from .lab import MODEL_NOT_FOUND, cell_with, errors_in_outputs, open_notebook, resize, run_all, save_and_shut_down, shot
 
 pytestmark = pytest.mark.timeout(300)
@@ -126,16 +128,51 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
 def reopened_shows(page, lab, shots, notebook: str, source: str, text: str) -> None:
     """Save, shut the kernel down and reopen ``notebook`` (JupyterLab starts a new kernel): the widget
     cell whose source holds ``source`` shows ``text`` (the saved widget or its snapshot), never
-    "model not found"."""
+    "model not found", and says "kernel not connected: run this cell again to use it" (a line that
+    is hidden while the widget's kernel is live). Saving leaves the lesson's text file as it was."""
+    cell = cell_with(page, source)
+    expect(cell.locator(".a2a-offline-note")).to_be_hidden()  # live: the line does not show
+    text_file = lab.root / "text" / notebook.replace(".ipynb", ".py")
+    before = text_file.read_bytes()
     save_and_shut_down(page)
+    assert text_file.read_bytes() == before, f"saving {notebook} in JupyterLab rewrote {text_file.name}"
     open_notebook(page, lab, notebook)
     cell = cell_with(page, source)
     cell.scroll_into_view_if_needed()
     shown = cell.locator(".jp-Cell-outputArea")
     expect(shown).to_contain_text(text)
     expect(shown).not_to_contain_text(MODEL_NOT_FOUND)
+    note = shown.locator(".a2a-offline-note")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text(OFFLINE_TEXT)
     cell.scroll_into_view_if_needed()
     shot(page, shots, f"{notebook[:2]}-reopened")
+
+
+def test_lesson_folder_lists_each_lesson_once(page, lab, shots):
+    """The file browser shows each lesson once (its text file sits in text/) and the glossary."""
+    page.goto(lab.home_url())
+    items = page.locator(".jp-DirListing-itemText")
+    expect(items.first).to_be_visible()
+    names = items.all_inner_texts()
+    shot(page, shots, "lesson-folder")
+    lessons = sorted(p.name for p in lab.root.glob("[0-9][0-9]-*.ipynb"))
+    assert len(lessons) >= 10
+    assert sorted(n for n in names if n[:2].isdigit()) == lessons, names
+    assert "glossary.md" in names and "text" in names
+
+
+def test_glossary_link_opens_its_entry(page, lab, shots):
+    """A glossary link in a lesson opens glossary.md rendered, scrolled to the entry."""
+    open_notebook(page, lab, "05-handover.ipynb")
+    link = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown a[href*='glossary.md#']").first
+    link.scroll_into_view_if_needed()
+    target = link.get_attribute("href").split("#", 1)[1]
+    link.click()
+    expect(page.locator(".lm-TabBar-tab.jp-mod-current")).to_contain_text("glossary.md")
+    heading = page.locator(f".jp-RenderedMarkdown [id='{target}']")
+    expect(heading).to_be_in_viewport()
+    shot(page, shots, "glossary-entry")
 
 
 def player_geometry(output) -> dict:
