@@ -45,7 +45,16 @@ NO_MATCHING_SUBSCRIBERS = 16
 
 
 class SessionError(RuntimeError):
-    """Connecting, publishing or subscribing failed; the message names the broker's reason."""
+    """Connecting, publishing or subscribing failed; the message names the broker's reason.
+
+    ``reason_code`` is the broker's own answer when the broker refused (a CONNACK or SUBACK reason
+    code, 128 or more, e.g. 135 *Not authorized*); it is None when no broker answered: the kit
+    refused before sending anything, or the broker could not be reached or did not answer in time.
+    """
+
+    def __init__(self, message: str, reason_code: Optional[int] = None):
+        super().__init__(message)
+        self.reason_code = reason_code
 
 
 @dataclass(frozen=True)
@@ -247,7 +256,7 @@ class Session:
         if code >= 0x80:
             self._loop.stop()
             self._unregister()
-            raise SessionError(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})")
+            raise SessionError(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})", code)
         return self
 
     # -- paho callbacks (network thread: only hand over) ----------------------------------------
@@ -441,7 +450,7 @@ class Session:
                 self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter]
                 self._route_cache = {}
             raise SessionError(f"{self.client_id}: the broker refused the subscription to {sub.filter} "
-                               f"(reason code {codes[0]})")
+                               f"(reason code {codes[0]})", codes[0])
         return codes[0]
 
     def unsubscribe(self, filter_: str, timeout: float = 5.0) -> None:

@@ -242,7 +242,8 @@ def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMe
 
 def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
               broker: Union[str, BrokerEndpoint, None] = None, level: str = "core", pool: Optional[str] = None,
-              token: Optional[str] = None, timeout: float = 1.0, probe_as: Optional[str] = None) -> ProbeReport:
+              token: Optional[str] = None, timeout: float = 1.0, probe_as: Optional[str] = None,
+              progress: Optional[Callable[[Row], None]] = None) -> ProbeReport:
     """Probe ``agent`` live and return the report (one row per check).
 
     ``level``: ``core`` (Core conformance) or ``extended`` (also pools, native binary artifacts).
@@ -250,6 +251,8 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
     send with every request (only over TLS). ``timeout``: seconds each check waits for a reply.
     ``probe_as``: the probe's own agent_id (default ``probe-`` and 8 random hex digits), e.g. an
     agent with a login on a broker where every client logs in as itself (``broker --secure``).
+    ``progress``: called with each row as soon as its check is done (the probe takes seconds: most
+    checks answer in milliseconds, but a check whose right answer is silence waits ``timeout``).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -268,8 +271,17 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
                              f"{', '.join(schemes)}); without one every check would only see the refusal",
                              "give --token TOKEN (an access token for this agent), over an mqtts:// broker")
         run = ProbeRun(client, agent, card, card_msg, level, pool, token)
-        rows = [_run_check(run, c) for c in rules.CHECKS if level == "extended" or c.conformance == rules.CORE]
-        rows += lint_rows(run, rows)
+        rows = []
+        for c in rules.CHECKS:
+            if level == "extended" or c.conformance == rules.CORE:
+                rows.append(_run_check(run, c))
+                if progress is not None:
+                    progress(rows[-1])
+        found = lint_rows(run, rows)
+        for row in found:
+            if progress is not None:
+                progress(row)
+        rows += found
     finally:
         client.close()
     traffic = [to_record(m) for m in client.traffic]

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -50,12 +51,17 @@ def probed(agent: SketchAgent, broker_url: str, via=run_probe):
         agent.stop()
 
 
+ECHO_PROGRESS: list = []  # (row, seconds since the probe started): run_probe(progress=...) of echo_report
+
+
 @pytest.fixture(scope="module")
 def echo_report(broker_url):
     agent = Responder("echo", echo_handler, unit="probe-echo", card=echo_card(unit="probe-echo"), broker=broker_url,
                       options=ResponderOptions(inline=True))
+    started = time.monotonic()
     try:
-        return run_probe("echo", unit="probe-echo", broker=broker_url)
+        return run_probe("echo", unit="probe-echo", broker=broker_url,
+                         progress=lambda row: ECHO_PROGRESS.append((row, time.monotonic() - started)))
     finally:
         agent.stop()
 
@@ -79,6 +85,13 @@ def test_echo_is_core_conformant_within_the_time_bound(echo_report):
     assert rows["correlation-binary"].verdict == PASS and rows["correlation-text"].verdict == PASS
     assert rows["multi-turn"].verdict == NOT_APPLICABLE  # echo never asks for input
     assert [r.check for r in echo_report.rows] == [c.name for c in CHECKS if c.conformance == CORE]
+
+
+def test_progress_hears_of_every_row_as_its_check_ends(echo_report):
+    """Lesson 08 prints a mark per check as the probe goes: every row, in order, and as it happens
+    (the first rows long before the probe ends), not all at the end."""
+    assert [row for row, _ in ECHO_PROGRESS] == echo_report.rows
+    assert ECHO_PROGRESS[0][1] < echo_report.seconds / 2
 
 
 def test_echo_answers_with_a_message_which_the_report_notes_for_interop(echo_report):
