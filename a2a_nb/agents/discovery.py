@@ -113,16 +113,53 @@ class Discovery:
 
     def wait_for(self, agent: str, status: Optional[str] = None, timeout: float = 5.0,
                  present: bool = True) -> Optional[AgentEntry]:
-        """Block until the agent's card is there (with ``status``), or gone when ``present=False``."""
-        def ready():
+        """Block until the agent's card is there (with ``status``), or gone when ``present=False``;
+        return its entry (None once it is gone).
+
+        Never gives up in silence: after ``timeout`` seconds it raises :class:`TimeoutError` saying
+        what it waited for and what it saw, e.g. ``waited 5.0 s for echo to be online; last seen:
+        offline (source lwt) at 14:03:05.120; agents seen: echo, ticket-desk``. A closed discovery
+        (``close()``, ``a2a_nb.stop_all()``) sees no more cards, so waiting on it raises
+        :class:`RuntimeError` at once instead of running out.
+        """
+        def ready() -> bool:
             e = self.entries.get(agent)
             if not present:
                 return e is None
             return e is not None and (status is None or e.status == status)
 
+        deadline = time.monotonic() + timeout
         with self._cond:
-            self._cond.wait_for(ready, timeout)
+            while not ready():
+                if self.session.closed:
+                    raise RuntimeError(f"cannot wait for {self._goal(agent, status, present)}: this discovery is "
+                                       f"closed (close() or a2a_nb.stop_all() was called), so no card reaches it "
+                                       f"any more; {self._seen(agent)}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"waited {timeout:g} s for {self._goal(agent, status, present)}; "
+                                       f"{self._seen(agent)}")
+                self._cond.wait(min(left, 0.25))  # wakes at every card; the slice notices a closed session
             return self.entries.get(agent)
+
+    @staticmethod
+    def _goal(agent: str, status: Optional[str], present: bool) -> str:
+        if not present:
+            return f"the card of {agent} to be removed"
+        return f"{agent} to be {status}" if status else f"a card of {agent}"
+
+    def _seen(self, agent: str) -> str:
+        """What this discovery holds about ``agent`` and who else it saw (under ``_cond``)."""
+        e = self.entries.get(agent)
+        if e is None:
+            last = f"no card of {agent}"
+        else:
+            at = time.strftime("%H:%M:%S", time.localtime(e.updated_at)) + f".{int(e.updated_at % 1 * 1000):03d}"
+            last = f"{e.status or 'no a2a-status'} (source {e.status_source or 'none'}) at {at}"
+        names = sorted(self.entries)
+        seen = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        where = topics.discovery_filter(self.org, self.unit)
+        return f"last seen: {last}; agents seen on {where}: {seen or 'none'}"
 
     def table(self) -> list[dict]:
         """One row per agent (for a DataFrame or a printout)."""
@@ -136,6 +173,8 @@ class Discovery:
 
     def close(self) -> None:
         self.session.close()
+        with self._cond:
+            self._cond.notify_all()  # a wait_for in progress says at once that nothing more comes
 
     def __enter__(self) -> "Discovery":
         return self

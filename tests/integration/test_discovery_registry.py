@@ -4,6 +4,11 @@ Optional Broker-Managed Status)."""
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
+
+import pytest
 
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.responder import Responder
@@ -102,3 +107,63 @@ def test_broker_managed_status_is_preferred_and_bad_cards_are_reported(broker_ur
     for agent in ("x", "broken", "garbage"):
         pub.publish(MqttMessage(topics.discovery_topic("acme", unit, agent), b"", retain=True))
 
+
+
+def test_wait_for_says_what_it_waited_for_and_what_it_saw_when_it_gives_up(broker_url):
+    unit = "disco5"
+    with Discovery("acme", unit, broker=broker_url) as disco:
+        agent = Responder("echo", echo_handler, unit=unit, card=echo_card("acme", unit), broker=broker_url)
+        assert disco.wait_for("echo", status="online").online
+        agent.crash()
+        assert disco.wait_for("echo", status="offline").status_source == "lwt"
+
+        started = time.monotonic()
+        with pytest.raises(TimeoutError) as caught:
+            disco.wait_for("echo", status="online", timeout=0.3)
+        assert 0.3 <= time.monotonic() - started < 1.5  # gives up when the time is up, not later
+        said = str(caught.value)
+        assert said.startswith("waited 0.3 s for echo to be online; last seen: offline (source lwt) at "), said
+        assert re.search(r" at \d\d:\d\d:\d\d\.\d{3};", said), said
+        assert said.endswith(f"agents seen on $a2a/v1/discovery/acme/{unit}/+: echo"), said
+
+        with pytest.raises(TimeoutError, match=r"waited 0\.2 s for a card of billing; last seen: no card of billing; "
+                                               r"agents seen on .*: echo$"):
+            disco.wait_for("billing", timeout=0.2)
+        with pytest.raises(TimeoutError, match=r"waited 0\.2 s for the card of echo to be removed; "
+                                               r"last seen: offline \(source lwt\)"):
+            disco.wait_for("echo", present=False, timeout=0.2)
+
+
+def test_wait_for_on_a_closed_discovery_fails_at_once_and_says_why(broker_url):
+    unit = "disco6"
+    disco = Discovery("acme", unit, broker=broker_url)
+    agent = Responder("echo", echo_handler, unit=unit, card=echo_card("acme", unit), broker=broker_url)
+    assert disco.wait_for("echo", status="online").online
+    assert disco.wait_for("echo", status="online", timeout=0).online  # what is already there needs no wait
+
+    # closed while a wait is in progress: the waiter learns it at once, not when its time runs out
+    outcome: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            disco.wait_for("echo", status="offline", timeout=30)
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    disco.close()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - started < 1.0
+    assert isinstance(outcome[0], RuntimeError)
+    assert "cannot wait for echo to be offline: this discovery is closed" in str(outcome[0])
+    assert "last seen: online (source agent)" in str(outcome[0])
+
+    # and afterwards (the 5 s wait a learner met in lesson 01 after its clean-up), at once
+    agent.crash()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="closed"):
+        disco.wait_for("echo", status="offline")
+    assert time.monotonic() - started < 0.5
