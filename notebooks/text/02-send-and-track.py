@@ -17,8 +17,8 @@
 # # 02 · Send a ticket and track its task
 #
 # The coordinator found the ticket desk (lesson 01). Now it hands over ticket TCK-4821: one
-# `SendMessage` request over MQTT, a reply matched by **Correlation Data**, a **task** that pauses
-# for input, a follow-up on the same task, and `GetTask` until the task is done.
+# `SendMessage` request over MQTT, a reply matched by [**Correlation Data**](glossary.md#Correlation-Data),
+# a **task** that pauses for input, a follow-up on the same task, and `GetTask` until the task is done.
 #
 # ## What you will learn
 # - the identifier conventions: a `contextId` named after the ticket, `messageId`s that embed it,
@@ -28,10 +28,12 @@
 # - the two kinds of result: a `Message` (echo) and a `Task` (the desk);
 # - answering `INPUT_REQUIRED` on the same task and tracking it with `GetTask` and backoff;
 # - the JSON payload next to the MQTT properties of a reply;
-# - the eight task states and what the coordinator does in each.
+# - the eight [task states](glossary.md#Task-states), which of them a blocking send shows, and what the
+#   coordinator does in each;
+# - sending the answer to a waiting task yourself (the exercise at the end).
 #
 # ## Time needed
-# About 20 minutes. The notebook runs in a few seconds.
+# About 25 minutes. Run All takes about 2 seconds.
 #
 # ## Prerequisites
 # - [00 · Start here](00-start-here.ipynb) (topics, client IDs) and
@@ -69,7 +71,7 @@ print(coordinator)
 # %% [markdown]
 # ## Step 2. Identifiers that tell the story
 #
-# Two decisions are made now and never changed:
+# These decisions are made now and never changed:
 #
 # - the **contextId** is named after the ticket (`ctx-tck4821`): every later task about this ticket
 #   (re-analysis, supplements, escalation) shares it;
@@ -94,10 +96,10 @@ print("Task.id is a UUIDv4 made by the requester:", ids.is_uuid4(message["taskId
 # `a2a_nb.protocol` and looked at first:
 #
 # - the **topic**: the desk's request topic (named in its card);
-# - the **MQTT v5 properties**: a *Response Topic* (where to answer), *Correlation Data* (the 32 hex
-#   digits of 16 random bytes, sent as text: they come back with the reply and match it to this
-#   request; any bytes would do, but text is what other implementations can read) and a *Message Expiry
-#   Interval* (a request nobody takes in time is dropped by the broker);
+# - the **MQTT v5 properties**: a [*Response Topic*](glossary.md#Response-Topic) (where to answer),
+#   *Correlation Data* (the 32 hex digits of 16 random bytes, sent as text: they come back with the
+#   reply and match it to this request; any bytes would do, but text is what other implementations
+#   can read) and a *Message Expiry Interval* (a request nobody takes in time is dropped by the broker);
 # - the **payload**: a JSON-RPC 2.0 request with method `SendMessage` and the message as params.
 
 # %%
@@ -117,10 +119,19 @@ print("Message Expiry  ", preview.message_expiry, "s")
 print("user properties ", preview.user_properties or "none")
 print(json.dumps(envelope, indent=2))
 
+# %%
+from a2a_nb.notebook.claims import as_described, said
+
+correlation_text = preview.correlation_data.decode()
+as_described(
+    said("the 32 hex digits", len(correlation_text), 32),
+    said("of 16 random bytes", len(bytes.fromhex(correlation_text)), 16),
+)
+
 # %% [markdown]
 # On the wire this is one MQTT v5 **PUBLISH** packet. `a2a_nb.mqtt.wire` spells it out piece by
 # piece: the fixed header (packet type, QoS, how many bytes follow), the topic, the packet
-# identifier that the broker's PUBACK will name, the properties (each an identifier byte, then its
+# identifier that the broker's [PUBACK](glossary.md#PUBACK-reason-codes) will name, the properties (each an identifier byte, then its
 # value) and the JSON payload. A2A itself adds nothing else: everything the binding needs travels in
 # the topic and the properties.
 
@@ -159,13 +170,20 @@ print("answered by: ", reply.responder)
 print("the analyst: ", reply.text)
 
 # %% [markdown]
-# The reply came from `analyst-1`, not from the desk: it carries the user property
-# `a2a-responder-agent-id`. That is a **handover**: the coordinator's routing table now sends
-# everything about this task to the analyst's own request topic.
+# The reply came from `analyst-1`, not from the desk: it carries the
+# [user property](glossary.md#User-property) `a2a-responder-agent-id`. That is a
+# [**handover**](glossary.md#Handover): the coordinator's [routing table](glossary.md#Routing-table)
+# now sends everything about this task to the analyst's own request topic.
 
 # %%
 print("follow-ups go to:", coordinator.routing.target(reply.task_id).topic)
 pd.DataFrame(coordinator.routing.history_rows())[["from", "to", "cause", "detail"]]
+
+# %%
+as_described(
+    said("and needs the reproduction steps: INPUT_REQUIRED", states.short_name(reply.state), "input-required"),
+    said("The reply came from analyst-1", reply.responder, "analyst-1"),
+)
 
 # %% [markdown]
 # The kit's rich view of a reply (with the round-trip time, so its numbers change on every run):
@@ -195,19 +213,29 @@ print(json.dumps(answer, indent=2))
 ack = coordinator.send(None, message=answer, return_immediately=True)
 print("published to:", ack.attempts[0].topic)
 print("acknowledged for the same task:", ack.task_id == reply.task_id)
+print("state in the acknowledgement: ", states.short_name(ack.state))
 
 # %% [markdown]
-# Tracking without a stream means **GetTask with backoff**: ask, wait 0.2 s, ask, wait 0.4 s, 0.8 s,
-# ... (at most 2 s between two asks) until the task is terminal. Each ask is this small request:
+# The acknowledgement already shows the task moving again: `working` (the analyst has the answer).
+# Tracking without a stream means **GetTask with backoff**: ask, wait 0.2 s, ask again, and double
+# the wait after each ask (never more than 2 s) until the task is terminal. Each ask is this small
+# request:
 
 # %%
 print(json.dumps(jsonrpc.request(jsonrpc.GET_TASK, messages.get_task_params(reply.task_id), id="req-103"),
                  indent=2))
 
 # %%
+BACKOFF = {"interval_s": 0.2, "max_interval_s": 2.0}   # the first wait, the longest wait
 sent_before = coordinator.stats.sent
-final = coordinator.poll(reply.task_id, until=states.is_terminal, interval_s=0.2, max_interval_s=2.0)
+final = coordinator.poll(reply.task_id, until=states.is_terminal, **BACKOFF)
 print("final state:", final["status"]["state"])
+
+as_described(
+    said("already shows the task moving again: working", states.short_name(ack.state), "working"),
+    said("ask, wait 0.2 s", BACKOFF["interval_s"], 0.2),
+    said("never more than 2 s", BACKOFF["max_interval_s"], 2.0),
+)
 
 # %% [markdown]
 # How many asks it took depends on your machine's speed (this cell's output changes from run to run):
@@ -216,8 +244,8 @@ print("final state:", final["status"]["state"])
 print(f"GetTask requests sent: {coordinator.stats.sent - sent_before}")
 
 # %% [markdown]
-# The result comes in two layers: the **Artifact** (the structured report, streamed in chunks that
-# the task assembled by `artifactId`) and the **status message** (the conclusion for the user).
+# The result comes in layers: the **Artifact** (the structured report, streamed in chunks that the
+# task assembled by `artifactId`) and the **status message** (the conclusion for the user).
 
 # %%
 report_artifact = final["artifacts"][0]
@@ -236,7 +264,7 @@ print("conclusion:", messages.text_of(final["status"]["message"]))
 # %% [markdown]
 # ## Step 7. The JSON and the MQTT packet, side by side
 #
-# A reply is two things at once. The **JSON payload** is pure A2A: a JSON-RPC response whose
+# A reply is A2A and MQTT at once. The **JSON payload** is pure A2A: a JSON-RPC response whose
 # `result` holds the Task. The **MQTT v5 packet** is what the binding adds: it arrived on the
 # coordinator's reply topic, with the Correlation Data of the request it answers, and with the
 # user property that announced the handover. `reply.mqtt` is that packet as a plain value.
@@ -274,15 +302,66 @@ def group(state):
         return "active"
     return "interrupted" if states.is_interrupted(state) else "terminal"
 
-pd.DataFrame([
+table = pd.DataFrame([
     {"state": s, "short name": states.short_name(s), "group": group(s),
      "ends a stream": states.ends_stream(s), "coordinator does": ACTION[s]}
     for s in ACTION
 ])
+as_described(said("A2A v1.0 has eight task states", len(states.ALL_STATES), 8))
+table
 
 # %% [markdown]
-# Our task went `working` → `input-required` → `working` → `completed`. A terminal task never changes
-# again: to analyse the ticket once more, the coordinator starts a **new task in the same context**.
+# Which of them did our task go through? The coordinator only knows what its replies said, one state
+# per reply:
+
+# %%
+seen = pd.DataFrame([
+    {"step": 5, "request": "SendMessage (blocking)", "the reply said": states.short_name(reply.state)},
+    {"step": 6, "request": "SendMessage (returnImmediately)", "the reply said": states.short_name(ack.state)},
+    {"step": 6, "request": "GetTask (the last ask)", "the reply said": states.short_name(final["status"]["state"])},
+])
+seen
+
+# %% [markdown]
+# So the coordinator saw `input-required` → `working` → `completed`. That is not the whole life of the
+# task: a blocking `SendMessage` answers only once the task stops (step 5), so whatever the task went
+# through before its first stop never reached the coordinator.
+#
+# A **stream** shows every state as it happens (lesson 03). As a preview, the coordinator asks for a
+# re-analysis of the ticket, a **new task in the same context** (a terminal task never changes again,
+# so more work on the ticket is always a new task), and streams it:
+
+# %%
+recheck = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID, message_id="coord-tck4821-m-3")
+for event in recheck:
+    print(event)
+trail = [states.short_name(state) for _, state, _ in recheck.view.transitions]
+print("states:", " → ".join(trail))
+
+# %% [markdown]
+# A new task starts `submitted` (the desk has stored it, nobody works on it yet), turns `working` (the
+# analyst reads the ticket) and stops at `input-required`. Our first task began the same way, so its
+# whole life was `submitted` → `working` → `input-required` → `working` → `completed`: the
+# coordinator saw the last three. (The first item also names a new handover: the desk gave this
+# task to `analyst-2`, while `analyst-1` still answers for ours.)
+
+# %%
+as_described(
+    said("So the coordinator saw input-required → working → completed", list(seen["the reply said"]),
+         ["input-required", "working", "completed"]),
+    said("its whole life was submitted → working → input-required → working → completed: the coordinator "
+         "saw the last three", list(seen["the reply said"]),
+         ["submitted", "working", "input-required", "working", "completed"][-3:]),
+    said("A new task starts submitted", trail[0], "submitted"),
+    said("turns working (the analyst reads the ticket) and stops at input-required", trail[1:],
+         ["working", "input-required"]),
+    said("the desk gave this task to analyst-2", recheck.events[0].responder, "analyst-2"),
+    said("while analyst-1 still answers for ours", coordinator.routing.target(reply.task_id).agent, "analyst-1"),
+)
+
+# %% [markdown]
+# Nobody answers the re-analysis in this lesson: it stays at `input-required`, as our task did after
+# step 5. In step 11 you answer such a task yourself.
 #
 # ## Step 9. Whose task is it?
 #
@@ -290,28 +369,35 @@ pd.DataFrame([
 # reply topic: `$a2a/v1/reply/acme/support/coordinator/...` names the coordinator (and on a broker
 # with a password per agent, lesson 08, nobody else may read replies there). Anyone else asking about
 # the coordinator's task, to the desk or to the analyst, gets the answer for a task that does not
-# exist (-32001), and their `ListTasks` does not show it. The same holds for `CancelTask`,
-# `SubscribeToTask` and a message continuing the task.
+# exist ([-32001](glossary.md#Error-codes)), and their `ListTasks` does not show it. The same holds
+# for `CancelTask`, `SubscribeToTask` and a message continuing the task.
 
 # %%
 from a2a_nb.protocol.errors import A2AError
 
 stranger = Requester("stranger")
+refusals = {}
 for agent in ("ticket-desk", coordinator.routing.target(reply.task_id).agent):
     try:
         stranger.get_task(reply.task_id, to=agent)
     except A2AError as err:
+        refusals[agent] = err.code
         print(f"stranger's GetTask at {agent}: error {err.code}: {err.message}")
 print("tasks the stranger can list:   ", len(stranger.list_tasks("ticket-desk")["tasks"]))
 print("tasks the coordinator can list:", len(coordinator.list_tasks("ticket-desk")["tasks"]))
 stranger.close()
+as_described(said("to the desk or to the analyst, gets the answer for a task that does not exist (-32001)",
+                  list(refusals.values()), [-32001, -32001]))
 
 # %% [markdown]
 # ## Step 10. Try it yourself: a send form
 #
-# Pick an agent, type, send. With *stream* ticked the form uses `SendStreamingMessage` and shows every
-# event as it arrives; when a task stops at input-required, tick *continue the last task* and send
-# the answer. (Live output: the stored notebook shows a snapshot.)
+# This form is live: it sends with the coordinator of this notebook, to the agents of this notebook.
+# After *Run All* it shows the ticket's text in its message box and no events yet: nothing has been
+# sent from it. Pick an agent, type, click **Send**; each reply or event appears under the button as
+# it arrives. With *stream* ticked the form uses `SendStreamingMessage` and shows each state as the
+# task enters it; when a task stops at input-required, tick *continue the last task* and send the
+# answer. (Reopened later without a running kernel, the form says so: run the cell again to use it.)
 
 # %% tags=["nbval-ignore-output"]
 from a2a_nb.notebook import send_form
@@ -320,13 +406,42 @@ form = send_form(coordinator, ["ticket-desk", "echo"])
 form.text.value = TICKET_TEXT
 form
 
+# %%
+as_described(
+    said("it shows the ticket's text in its message box", form.text.value, TICKET_TEXT),
+    said("and no events yet", len(form.lines), 0),
+)
 
 # %% [markdown]
-# ## Step 11. Clean up, when you are done with the form
+# ## Step 11. Your turn
+#
+# **Send the answer yourself.** The cell below asks the desk for one more analysis of the ticket (a
+# new task, blocking, as in step 5): it stops at input-required, and `waiting` is the reply that
+# asked. Replace the `...` with the request that answers it: the reproduction steps (`REPRO_TEXT`)
+# as new input on **that** task, sent with the coordinator. The check then asks the desk whether the
+# task got your message and completed. (Each run of the cell starts a fresh task to answer.)
+
+# %%
+from a2a_nb.notebook.exercises import lesson02
+
+waiting = coordinator.send("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
+answer = ...   # your answer: send REPRO_TEXT on waiting's task; keep what the coordinator returns
+lesson02.answered_on_the_same_task(answer, waiting, coordinator)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+waiting = coordinator.send("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
+answer = coordinator.continue_task(waiting, REPRO_TEXT)
+lesson02.answered_on_the_same_task(answer, waiting, coordinator)
+
+
+# %% [markdown]
+# ## Step 12. Clean up, when you are done with the form
 #
 # The form needs the agents and the coordinator, so *Run All* leaves them running: this cell only
 # defines `clean_up()`. Call it when you are done (the form then stops working), or shut the kernel
-# down (*Kernel ▸ Shut Down Kernel*): the broker then marks the agents offline by their last will.
+# down (*Kernel ▸ Shut Down Kernel*): the broker then marks the agents offline by their
+# [last will](glossary.md#Last-Will).
 
 # %%
 def clean_up():
@@ -348,6 +463,7 @@ print("the agents keep running for the form above: call clean_up() when you are 
 #   hands the task over to another agent, and the routing table follows it.
 # - `INPUT_REQUIRED` is answered on the same task with a new message; `GetTask` with backoff tracks
 #   a task to a terminal state; the report is an Artifact, the conclusion the status message.
+# - A task starts `submitted`; a blocking send shows only where it stops, a stream shows every state.
 # - A task belongs to its requester: to anyone else it does not exist.
 #
 # ## What's next
