@@ -13,7 +13,12 @@ of records or the DataFrame) and shows, for the message under the slider:
 
 It only presents: message kinds, states, reroutes and labels all come from ``a2a_nb.traffic``. The
 chart is drawn once per page of ``window`` messages and re-rendered as a small PNG per step (cached),
-so the Play button stays responsive. Without a widget frontend (plain Python, GitHub, nbviewer) the
+so the Play button stays responsive. It is drawn at the size it is shown: ``chart_width`` pixels
+(640) at ``dpi`` 96, the CSS pixels of an inch, so its smallest text (``SMALL``, 7 pt) is 9.3 px on
+screen, and the page shows the PNG at that width (narrower only when the window is). Like every
+chart of ``a2a_nb.traffic.charts`` it sits on a white card with a rounded frame and transparent
+corners, readable in JupyterLab's light and dark themes. In the packet table a long topic wraps
+after a ``/``, never inside a word. Without a widget frontend (plain Python, GitHub, nbviewer) the
 player shows a plain HTML table of the first steps; ``step_html(df, i)`` renders one step by itself.
 """
 from __future__ import annotations
@@ -32,15 +37,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image as PILImage
 
 from ..agents.reprs import badge, json_block
-from ..traffic.charts import message_label, sequence_chart
+from ..protocol.states import is_state
+from ..traffic.charts import SMALL, message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
 from ..traffic.records import from_record
 from .display import mqtt_properties_rows
 from .widgets import offline_note, widget_bundle
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
-MARK_RGB = np.array([214, 39, 40], dtype=np.uint8)  # a red bar at the row's left edge
+MARK_RGBA = np.array([214, 39, 40, 255], dtype=np.uint8)  # a red bar at the row's left edge
 FALLBACK_ROWS = 20
+CHART_WIDTH_PX = 640  # the chart's width as drawn and as shown (CSS pixels)
+CHART_DPI = 96  # CSS pixels per inch: a point is 4/3 px
 
 
 def _short(task_id: Any) -> str:
@@ -50,6 +58,19 @@ def _short(task_id: Any) -> str:
 
 def _ms(dt: float) -> str:
     return f"+{dt * 1000:.0f} ms"
+
+
+def _cut(text: Any, limit: int = 40) -> str:
+    """A peer's text for a table cell: cut to ``limit`` characters, escaped."""
+    s = str(text)
+    return html.escape(s if len(s) <= limit else s[:limit - 1] + "…")
+
+
+def _state_badge(state: Any) -> str:
+    """The coloured badge of a v1.0 state; a recorded value that is none is shown as it is, cut short."""
+    if not state:
+        return ""
+    return badge(state) if is_state(state) else f"<code>{_cut(state)}</code> <small>(not a v1.0 state)</small>"
 
 
 @dataclass
@@ -172,12 +193,12 @@ def _states_html(st: Steps, i: int) -> str:
         return "<p><i>no task yet</i></p>"
     rows = []
     for t in tasks:
-        trail = " → ".join(html.escape(s) for s in t["trail"]) or "<i>no state yet</i>"
+        trail = " → ".join(_cut(s) for s in t["trail"]) or "<i>no state yet</i>"
         mark = "▶ " if t["current"] else ""
         changed = " <small>(changed here)</small>" if t["changed"] else ""
         style = "font-weight:bold" if t["current"] else ""
         rows.append(f"<tr style='{style}'><td style='text-align:left'>{mark}<code>{html.escape(_short(t['task_id']))}"
-                    f"</code></td><td style='text-align:left'>{badge(t['state'])}{changed}</td>"
+                    f"</code></td><td style='text-align:left'>{_state_badge(t['state'])}{changed}</td>"
                     f"<td style='text-align:left'>{trail}</td></tr>")
     return ("<table><thead><tr><th style='text-align:left'>task</th><th style='text-align:left'>state now</th>"
             f"<th style='text-align:left'>states so far</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
@@ -188,7 +209,7 @@ def _packet_html(st: Steps, i: int) -> str:
     msg = from_record(r)
     props = list(mqtt_properties_rows(msg)) + [("payload size", f"{r['size']} bytes")]
     table = "".join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
-                    f"<td style='text-align:left;overflow-wrap:anywhere'><code>{html.escape(str(v))}</code></td></tr>"
+                    f"<td style='text-align:left;overflow-wrap:anywhere'><code>{breakable(str(v))}</code></td></tr>"
                     for k, v in props)
     if r["payload_json"] is not None:
         body = json_block(r["payload_json"])
@@ -203,6 +224,13 @@ def _packet_html(st: Steps, i: int) -> str:
             "<th style='text-align:left'>JSON payload</th></tr></thead><tbody><tr>"
             f"<td style='vertical-align:top'><table style='width:100%'>{table}</table></td>"
             f"<td style='vertical-align:top;text-align:left'>{body}</td></tr></tbody></table>")
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped for HTML, with a line-break opportunity (``<wbr>``) after each ``/``: a topic
+    such as ``$a2a/v1/reply/acme/support/coordinator/e1f9...`` wraps between its levels, never inside
+    one (the cell's ``overflow-wrap:anywhere`` only cuts a single level too long for the column)."""
+    return html.escape(text).replace("/", "/<wbr>")
 
 
 def step_html(source: Source, i: int) -> str:
@@ -226,7 +254,7 @@ def steps_table_html(source: Source, limit: int = FALLBACK_ROWS) -> str:
     for i in range(min(limit, len(st))):
         r = st.rows[i]
         current = [t for t in task_states(st, i) if t["current"]]
-        state = badge(current[0]["state"]) if current and current[0]["state"] else ""
+        state = _state_badge(current[0]["state"]) if current else ""
         task = html.escape(_short(r["task_id"])) if r["task_id"] is not None else ""
         notes = []
         if i in st.announced:
@@ -252,11 +280,13 @@ class TrafficPlayer:
     ``player.index = 12`` (or moving the slider) shows message ``#12``; ``player.view.value`` is
     its HTML (``step_html``), ``player.chart.value`` the PNG of its sequence-chart page with the
     message highlighted (``player.highlighted`` is that message's row). ``window`` is how many
-    messages one chart page holds; ``interval_ms`` the Play speed.
+    messages one chart page holds; ``interval_ms`` the Play speed. The chart is drawn
+    ``chart_width`` pixels wide at ``dpi`` and shown at that width (``smallest_text_px`` says how
+    big its smallest text is on screen).
     """
 
-    def __init__(self, source: Source, *, window: int = 20, interval_ms: int = 1200, dpi: int = 80,
-                 fallback_rows: int = FALLBACK_ROWS, cache: int = 128):
+    def __init__(self, source: Source, *, window: int = 20, interval_ms: int = 1200, dpi: int = CHART_DPI,
+                 chart_width: int = CHART_WIDTH_PX, fallback_rows: int = FALLBACK_ROWS, cache: int = 128):
         import ipywidgets as W
 
         self.steps = steps_of(source)
@@ -267,6 +297,7 @@ class TrafficPlayer:
                              "(`with Recorder(path=...)` or `python -m a2a_nb record --out FILE`)")
         self.window = max(2, int(window))
         self.dpi = dpi
+        self.chart_width = int(chart_width)
         self.fallback_rows = fallback_rows
         self.highlighted: Optional[int] = None
         self._pages: dict[int, tuple[np.ndarray, Any]] = {}  # page -> (RGB pixels, axes)
@@ -283,7 +314,7 @@ class TrafficPlayer:
         # The chart keeps the PNG's shape: a fixed width, its own height (``height="auto"`` and
         # ``align_self``: a flex row would otherwise stretch it to the step view's height). The view
         # takes the rest of the row and wraps below the chart on narrow windows.
-        self.chart = W.Image(format="png", layout=W.Layout(width="640px", max_width="100%", height="auto",
+        self.chart = W.Image(format="png", layout=W.Layout(width=f"{self.chart_width}px", max_width="100%", height="auto",
                                                            flex="0 0 auto", align_self="flex-start",
                                                            object_fit="contain"))
         self.view = W.HTML(layout=W.Layout(flex="1 1 480px", min_width="0"))
@@ -334,7 +365,8 @@ class TrafficPlayer:
         return max(k - 1, 0) // self.window, None
 
     def _page(self, page: int) -> tuple[np.ndarray, Any]:
-        """The page's sequence chart, drawn once at ``dpi`` into an RGBA array, and its axes."""
+        """The page's sequence chart, drawn once ``chart_width`` pixels wide at ``dpi`` into an RGBA
+        array (transparent around its card), and its axes."""
         if page not in self._pages:
             rows = self.steps.arrows[page * self.window:(page + 1) * self.window]
             df = self.df
@@ -342,11 +374,11 @@ class TrafficPlayer:
             last = len(self.steps.arrows) - 1
             title = (f"messages #{rows[0]} to #{rows[-1]} (page {page + 1} of {last // self.window + 1})"
                      if rows else "no message to draw")
-            fig = sequence_chart(sub, max_messages=self.window, title=title)
+            fig = sequence_chart(sub, max_messages=self.window, title=title, width=self.chart_width / self.dpi)
             fig.set_dpi(self.dpi)
             canvas = FigureCanvasAgg(fig)  # its own canvas: the figure is not in pyplot
             canvas.draw()
-            self._pages[page] = (np.asarray(canvas.buffer_rgba())[..., :3].copy(), fig.axes[0])
+            self._pages[page] = (np.asarray(canvas.buffer_rgba()).copy(), fig.axes[0])
         return self._pages[page]
 
     def highlight_box(self, i: int) -> Optional[tuple[int, int, int, int]]:
@@ -379,9 +411,9 @@ class TrafficPlayer:
         box = self.highlight_box(i)
         if box is not None:
             top, bottom, left, right = box
-            band = img[top:bottom, left:right]
+            band = img[top:bottom, left:right, :3]
             band[:] = (band.astype(np.uint16) * HIGHLIGHT_RGB // 255).astype(np.uint8)
-            img[top:bottom, max(left - 6, 0):left] = MARK_RGB
+            img[top:bottom, max(left - 6, 0):left] = MARK_RGBA
         buf = io.BytesIO()
         # a chart has few colours: a 64-colour palette PNG is a third of the size (the notebook
         # stores the widget's last picture) and costs a few milliseconds
@@ -391,6 +423,12 @@ class TrafficPlayer:
         while len(self._png) > self._cache:
             self._png.popitem(last=False)
         return png
+
+    def smallest_text_px(self, shown_width: Optional[float] = None) -> float:
+        """The size on screen, in CSS pixels, of the chart's smallest text (``SMALL`` points) when
+        the PNG is shown ``shown_width`` pixels wide (by default as wide as it is drawn)."""
+        shown = self.chart_width if shown_width is None else shown_width
+        return SMALL * self.dpi / 72 * shown / self.chart_width
 
     # -- display -----------------------------------------------------------------------------------
     def _repr_html_(self) -> str:

@@ -1,14 +1,32 @@
 """Charts of recorded traffic: sequence, task states, rerouting, latency; and Mermaid text.
 
 Every chart is one call that takes the DataFrame of ``load_traffic`` (or anything it accepts) and
-returns a matplotlib ``Figure`` sized for a notebook (10 inches wide). The figure is closed in
-pyplot before it is returned, so nothing accumulates in pyplot's state and it is shown once: make
-it the last expression of a cell (or ``display(fig)``; ``fig.savefig(...)`` works too).
+returns a matplotlib ``Figure`` sized for a notebook. The figure is closed in pyplot before it is
+returned, so nothing accumulates in pyplot's state and it is shown once: make it the last
+expression of a cell (or ``display(fig)``; ``fig.savefig(...)`` works too).
 
 What is drawn follows the profile: request/reply arrows (Request/Reply Mapping), stream items
 ending at terminal or interrupted states (Streaming Reply Mapping 5-7), handovers and pool
 assignment announced by ``a2a-responder-agent-id`` (Optional Task Handover, Optional Shared
 Subscription Dispatch 10), fallbacks to the card agent (Requester Retry and Timeout Profile).
+
+Readable wherever a learner opens them:
+
+* **Size.** A figure is ``WIDTH`` inches at ``DPI`` (96, the CSS pixels of an inch, so a point is
+  4/3 of a pixel as in HTML): 768 px, which a JupyterLab cell shows at its natural size in a
+  1280 px window. No text is smaller than ``SMALL`` (7 pt, 9.3 px). The player draws its sequence
+  chart at the width it shows it (``sequence_chart(..., width=...)``).
+* **Light and dark themes: a card.** A PNG cannot follow JupyterLab's theme, and either simple
+  choice fails in one of them: a white figure is a glaring box with hard edges in the dark theme,
+  and a transparent one leaves black text on a near-black page. Every chart is therefore drawn on
+  a *card*: a white panel with a grey, rounded frame, and a transparent figure around it. The
+  colours (states, tasks, text) are chosen once, against white, and stay readable in both themes;
+  in the dark theme the chart reads as a framed card, not as a hole in the page. Everything is
+  laid out inside the card (a test checks that the figure's tight bounding box is the card).
+* **A recording is a peer's data.** Agent names, methods, artifact ids, states and Context ids in
+  labels come from other programs. ``_label`` cuts each to a few dozen characters (a 100 kB name
+  drawn in full takes matplotlib tens of seconds) and escapes ``$`` so that no label is parsed as
+  mathtext.
 """
 from __future__ import annotations
 
@@ -21,13 +39,18 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import FancyBboxPatch, Patch
 
 from ..protocol import states as S
 from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, Source, handovers, latency_view, load_traffic,
                     routing_view, short_state, state_transitions)
 
-WIDTH = 10.0
+WIDTH = 8.0  # inches: 768 px at DPI
+DPI = 96  # CSS pixels per inch: a point is 4/3 px, as in the notebook's own text
+SMALL = 7.0  # points: the smallest text of every chart, 9.3 px at DPI
+LABEL_CHARS = 40  # a label from the recording is cut to this many characters
+CARD_FACE = "white"
+CARD_EDGE = "#9e9e9e"
 
 KIND_COLORS = {
     "request": "#1f77b4",
@@ -41,17 +64,60 @@ STATE_ORDER = [S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED, S.COMP
                S.REJECTED]
 
 
-def _new(height: float) -> tuple[Figure, Any]:
-    fig, ax = plt.subplots(figsize=(WIDTH, height))
+def _card(fig: Figure) -> None:
+    """Draw the figure on a card: a white panel with a grey rounded frame, transparent around it
+    (see the module docstring). The frame is in inches, so it keeps its shape at any dpi."""
+    fig.patch.set_facecolor("none")
+    w, h = fig.get_size_inches()
+    inset = 0.03
+    card = FancyBboxPatch((inset, inset), w - 2 * inset, h - 2 * inset, boxstyle="round,pad=0,rounding_size=0.12",
+                          transform=fig.dpi_scale_trans, facecolor=CARD_FACE, edgecolor=CARD_EDGE, lw=1.2, zorder=-100)
+    card.set_gid("card")
+    fig.add_artist(card)
+
+
+def _figure(height: float, width: float = WIDTH, rows: int = 1, height_ratios: Optional[list] = None) -> tuple[Figure, Any]:
+    """A new figure of ``rows`` axes stacked (an array of shape (rows, 1)), on its card, outside pyplot."""
+    fig, axes = plt.subplots(rows, 1, figsize=(width, height), dpi=DPI, squeeze=False,
+                             gridspec_kw={"height_ratios": height_ratios} if height_ratios else None)
     plt.close(fig)  # keep pyplot stateless: the caller owns the figure
-    return fig, ax
+    _card(fig)
+    for ax in axes[:, 0]:
+        ax.set_facecolor("none")  # the card shows through
+    return fig, axes
+
+
+def _new(height: float, width: float = WIDTH) -> tuple[Figure, Any]:
+    fig, axes = _figure(height, width)
+    return fig, axes[0, 0]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _label(value: Any, limit: int = LABEL_CHARS) -> str:
+    """Text from a recording, fit for a chart: on one line, at most ``limit`` characters (cut with
+    "…") and every ``$`` escaped, so matplotlib draws it as it is and never as mathtext."""
+    text = _CONTROL.sub(" ", str(value)[:limit + 1])
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def _two_lines(name: str, width: int = 14) -> str:
+    """A long CamelCase name on two lines, cut before its last capital that keeps the first line
+    within ``width`` (``SendStreaming`` / ``Message``): between two words, never inside one."""
+    if len(name) <= width:
+        return name
+    cuts = [k for k in range(1, min(len(name), width + 1)) if name[k].isupper() and name[k - 1].islower()]
+    return f"{name[:cuts[-1]]}\n{name[cuts[-1]:]}" if cuts else name
 
 
 def _empty(title: str, note: str) -> Figure:
     fig, ax = _new(2.5)
     ax.set_axis_off()
     ax.set_title(title)
-    ax.text(0.5, 0.5, note, ha="center", va="center", fontsize=11, color="#555555", transform=ax.transAxes)
+    ax.text(0.5, 0.5, note, ha="center", va="center", fontsize=10, color="#555555", transform=ax.transAxes)
     return fig
 
 
@@ -121,11 +187,12 @@ def _handover_rows(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
 
 # -- charts -------------------------------------------------------------------------------------------
 
-def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = None) -> Figure:
+def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = None, width: float = WIDTH) -> Figure:
     """A sequence diagram: one lane per agent (plus ``discovery`` / ``events``), one arrow per
     message in recorded order, coloured by kind (error replies red); handovers and pool
     assignments (a reply whose ``a2a-responder-agent-id`` is not the addressed agent) are starred
-    and labelled. Shows the first ``max_messages`` messages."""
+    and labelled. Shows the first ``max_messages`` messages. ``width`` in inches (at ``DPI``): the
+    player draws it at the width it shows it."""
     df = load_traffic(df)
     sub = _arrows(df)
     total = len(sub)
@@ -139,7 +206,7 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
     x_of = {a: k for k, a in enumerate(lanes)}
     rows = sub.to_dict("records")
     n = len(rows)
-    fig, ax = _new(min(6.0, max(4.0, 1.4 + 0.16 * n)))
+    fig, ax = _new(min(7.0, max(4.0, 1.5 + 0.19 * n)), width)
     for k in range(len(lanes)):
         ax.axvline(k, color="#dddddd", lw=1.5, zorder=0)
     hand = _handover_rows(df)
@@ -157,21 +224,22 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
             ax.annotate("", xy=(x1, y), xytext=(x0, y),
                         arrowprops=dict(arrowstyle=style, color=color, lw=1.3, ls=ls, shrinkA=0, shrinkB=2))
         if show_text:
-            ax.text((x0 + x1) / 2, y - 0.12, message_label(r), ha="center", va="bottom", fontsize=7, color=color)
+            ax.text((x0 + x1) / 2, y - 0.12, _label(message_label(r)), ha="center", va="bottom", fontsize=SMALL,
+                    color=color)
         h = hand.get(int(r["i"]))
         if h is not None:
             ax.plot([x0], [y], marker="*", ms=13, color="#ff7f0e", mec="black", mew=0.6, zorder=5)
-            ax.annotate(f"{h[0]} → {h[1]}", xy=(x0, y), xytext=(8, -3), textcoords="offset points",
-                        fontsize=7, color="#b35900", fontweight="bold")
+            ax.annotate(f"{_label(h[0], 16)} → {_label(h[1], 24)}", xy=(x0, y), xytext=(8, -3),
+                        textcoords="offset points", fontsize=SMALL, color="#b35900", fontweight="bold")
     ax.set_xlim(-0.6, len(lanes) - 0.4)
     ax.set_ylim(n - 0.4, -1.0)
     ax.set_xticks(range(len(lanes)))
-    ax.set_xticklabels(lanes, fontsize=9)
+    ax.set_xticklabels([_label(a, 24) for a in lanes], fontsize=8)
     ax.xaxis.tick_top()
     if show_text:
         ax.set_yticks(range(n))
-        ax.set_yticklabels([f"{r['dt'] * 1000:.0f} ms" for r in rows], fontsize=7)
-    ax.set_ylabel("time since first message (message order)")
+        ax.set_yticklabels([f"{r['dt'] * 1000:.0f} ms" for r in rows], fontsize=SMALL)
+    ax.set_ylabel("time since first message (message order)", fontsize=8)
     for side in ("right", "bottom"):
         ax.spines[side].set_visible(False)
     handles = [Line2D([0], [0], color=ERROR_COLOR if k == "error" else KIND_COLORS.get(k, "#333333"), lw=2,
@@ -180,9 +248,9 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
     if hand:
         handles.append(Line2D([0], [0], marker="*", color="#ff7f0e", mec="black", ls="", ms=11,
                               label="handover / pool assignment"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=len(handles), fontsize=7,
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=len(handles), fontsize=SMALL,
               frameon=False)
-    ax.set_title(title, pad=24)
+    ax.set_title(title, pad=24, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -215,14 +283,15 @@ _TICKET = re.compile(r"\b[A-Z]{2,}-\d+\b")
 
 def task_labels(df: Source, names: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """A row label per task a learner can recognise: ``names[task_id]`` (a scenario name, say) or
-    the ticket it is about, then a short task id: ``handover · 07287499``."""
+    the ticket it is about, then a short task id: ``handover · 07287499``. Fit for a chart: a long
+    name is cut and ``$`` escaped (``_label``)."""
     df = load_traffic(df)
     names = names or {}
     labels: dict[str, str] = {}
     tasks = df[df["task_id"].notna()]
     for task, rows in tasks.groupby("task_id", sort=False):
         first = names.get(task) or _ticket_of(rows[rows["kind"].isin(REQUEST_KINDS)]) or "task"
-        labels[task] = f"{first} · {str(task)[:8]}"
+        labels[task] = f"{_label(first, 32)} · {_label(str(task)[:8])}"
     return labels
 
 
@@ -307,7 +376,7 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
     span = max(float(seg["end"].max()), 1e-3)
     pad = 0.0 if x == "step" else span * 0.004  # a visible sliver for a state that lasted no time
     labels = task_labels(df, names)
-    fig, ax = _new(min(6.0, max(3.0, 1.5 + 0.6 * len(tasks))))
+    fig, ax = _new(min(7.0, max(3.0, 1.5 + 0.6 * len(tasks))))
     seen: dict[str, None] = {}
     y_of = {t: k for k, t in enumerate(tasks)}
     for task, st, x0, x1 in zip(seg["task_id"], seg["state"], seg["start"], seg["end"]):
@@ -323,24 +392,26 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
         art.set_gid(f"state:{task}:{st}")
     for task in tasks:
         last = seg[seg["task_id"] == task].iloc[-1]
-        ax.text(last["end"] + span * 0.015, y_of[task], short_state(last["state"]), va="center", fontsize=8)
+        ax.text(last["end"] + span * 0.015, y_of[task], _label(short_state(last["state"]), 24), va="center",
+                fontsize=8)
     marks_seen = _draw_route_marks(ax, df, y_of, x)
     ax.set_yticks(range(len(tasks)))
     ax.set_yticklabels([labels.get(t, _short_id(t)) for t in tasks], fontsize=8)
     ax.set_ylim(len(tasks) - 0.45, -0.75)
     ax.set_xlim((0.5, span * 1.08 + 1) if x == "step" else (-span * 0.02, span * 1.12))
     ax.set_xlabel("step: message number within the task (its first request is 1)" if x == "step"
-                  else "seconds since first message")
+                  else "seconds since first message", fontsize=8)
     if more > 0:
         title += f" (first {max_tasks} of {max_tasks + more} tasks)"
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     order = [s for s in STATE_ORDER if s in seen] + [s for s in seen if s not in STATE_ORDER]
     handles: list[Any] = [Patch(facecolor=S.COLOURS.get(s, "#333333"), hatch="//" if S.is_interrupted(s) else None,
                                 edgecolor="black" if (S.is_interrupted(s) or S.is_terminal(s)) else "none",
-                                label=short_state(s) + (" (terminal)" if S.is_terminal(s) else ""))
+                                label=_label(short_state(s), 24) + (" (terminal)" if S.is_terminal(s) else ""))
                           for s in order]
     handles += [_mark_handle(m) for m in MARK_STYLE if m in marks_seen]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=SMALL, frameon=False)
+    ax.tick_params(labelsize=8)
     ax.grid(axis="x", color="#eeeeee")
     fig.tight_layout()
     return fig
@@ -370,31 +441,31 @@ def _draw_route_marks(ax: Any, df: pd.DataFrame, y_of: dict, x: str) -> set:
         if x == "time":  # marks a few ms apart would overprint their names: the step axis writes them
             continue
         if mark == "sent":  # below the row: the marks above it are the reroutes
-            ax.annotate(prefix + str(agent), xy=(xm, y), xytext=(-4, -7), textcoords="offset points", fontsize=7,
-                        va="top", color="#333333")
+            ax.annotate(prefix + _label(agent, 24), xy=(xm, y), xytext=(-4, -7), textcoords="offset points",
+                        fontsize=SMALL, va="top", color="#333333")
         elif mark != "no reply":
-            ax.annotate(prefix + str(agent), xy=(xm, y), xytext=(5, 2), textcoords="offset points", fontsize=7,
-                        va="bottom", color="#333333", fontweight="bold")
+            ax.annotate(prefix + _label(agent, 24), xy=(xm, y), xytext=(5, 2), textcoords="offset points",
+                        fontsize=SMALL, va="bottom", color="#333333", fontweight="bold")
     return seen
 
 
 def route_hops(df: Source) -> pd.DataFrame:
     """Every hop of every task, in order: each operation the requester sent (``kind="request"``:
-    its target, whether it was answered, the cause of a reroute) and each reply that named a new
+    its target, whether it was answered, the cause of a reroute), each reply that named a new
     responder (``kind="named"``: Optional Task Handover 2-4, Optional Shared Subscription
     Dispatch 10), so the first hop of a double handover, which no request was sent to, is a row
-    too. Columns: ``task_id``, ``hop`` (0, 1, ... per task), ``i``, ``kind``, ``agent``,
-    ``method``, ``answered``, ``cause``."""
+    too; and, before a ``named`` reply, the replies the previous responder had sent on the same
+    request (``kind="replied"``, one row for all of them): a handover mid-stream comes after some,
+    a handover at once after none. Columns: ``task_id``, ``hop`` (0, 1, ... per task), ``i``,
+    ``kind``, ``agent``, ``method``, ``answered``, ``cause``, ``detail`` (for ``named``: in which
+    reply of its request; for ``replied``: how many replies and what they carried)."""
     df = load_traffic(df)
     rv = routing_view(df)
-    rows = [(task, int(i), "request", target, method, bool(ans), cause or None)
+    rows = [(task, int(i), "request", target, method, bool(ans), cause or None, None)
             for task, i, target, method, ans, cause in zip(rv["task_id"], rv["i"], rv["target"], rv["method"],
                                                             rv["answered"], rv["cause"])]
-    tasks = dict(zip(df["i"], df["task_id"]))
-    methods = dict(zip(df["i"], df["method"]))
-    rows += [(tasks.get(i), i, "named", responder, methods.get(i), True, cause)
-             for i, (cause, responder) in _handover_rows(df).items()]
-    out = pd.DataFrame(rows, columns=["task_id", "i", "kind", "agent", "method", "answered", "cause"])
+    rows += _reply_hops(df)
+    out = pd.DataFrame(rows, columns=["task_id", "i", "kind", "agent", "method", "answered", "cause", "detail"])
     order = list(dict.fromkeys(rv["task_id"]))
     out["_task"] = out["task_id"].map({t: k for k, t in enumerate(order)})
     out = out.sort_values(["_task", "i"], kind="stable").drop(columns="_task").reset_index(drop=True)
@@ -402,14 +473,52 @@ def route_hops(df: Source) -> pd.DataFrame:
     return out
 
 
-def _hop_label(kind: str, method: Any, answered: bool, cause: Any) -> str:
+def _reply_hops(df: pd.DataFrame) -> list[tuple]:
+    """The ``named`` and ``replied`` rows of ``route_hops``: each reply that named a new responder,
+    the number of that reply among the replies to its request (1: the first, a handover at once),
+    and the replies sent before it on the same request since the previous handover."""
+    replies = {int(r["i"]): r for r in df[df["kind"] == "reply"].to_dict("records")}
+    stream: dict[int, list[int]] = {}  # request row -> its replies' rows, in order
+    for i, r in replies.items():
+        q = r.get("request_i")
+        if q is not None and q == q:
+            stream.setdefault(int(q), []).append(i)
+    rows: list[tuple] = []
+    since: dict[int, int] = {}  # request row -> its last reply that named a new responder
+    for i, (cause, responder) in sorted(_handover_rows(df).items()):
+        r = replies[i]
+        q = int(r["request_i"])
+        items = stream.get(q, [i])
+        before = [k for k in items if since.get(q, -1) < k < i]
+        if before:
+            what = ", ".join(dict.fromkeys(_reply_what(replies[k]) for k in before))
+            count = f"{len(before)} repl{'y' if len(before) == 1 else 'ies'}"
+            rows.append((r["task_id"], before[0], "replied", replies[before[0]]["from_agent"], r["method"], True,
+                         None, f"{count}\n{what}"))
+        n = items.index(i) + 1
+        rows.append((r["task_id"], i, "named", responder, r["method"], True, cause,
+                     "in the first reply" if n == 1 else f"mid-stream, reply {n}"))
+        since[q] = i
+    return rows
+
+
+def _reply_what(row: dict) -> str:
+    """What a reply carried, in a word or two: its state (``working``), ``artifact``, ``error``."""
+    if row.get("event") in ("status", "task") and row.get("state"):
+        return _label(short_state(row["state"]), 20)
+    return _label(row.get("event") or "reply", 20)
+
+
+def _hop_label(kind: str, method: Any, answered: bool, cause: Any, detail: Any = None) -> str:
     if not isinstance(cause, str):
         cause = None
     if kind == "named":
-        return f"{cause}\n(in a reply)"
-    text = str(method or "request")
+        return f"{_label(cause, 16)}\n{detail}" if detail else f"{_label(cause, 16)}\n(in a reply)"
+    if kind == "replied":
+        return str(detail)
+    text = _two_lines(_label(method or "request", 24))
     if cause:
-        text = f"{cause}\n{text}"
+        text = f"{_label(cause, 16)}\n{text}"
     return text if answered else f"{text}\nno reply"
 
 
@@ -418,11 +527,13 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
     """Where each task went, hop by hop: one panel per task, one row per agent it met.
 
     A hop is an operation the requester sent (circle: filled if answered, hollow if no reply ever
-    came) or a reply that named a new responder (star: Optional Task Handover 2-4; pool
-    assignment, Optional Shared Subscription Dispatch 10). Hops are evenly spaced, in order, and
-    labelled underneath with their method and the cause of a reroute (``handover``,
-    ``pool-assigned``, ``fallback`` to the card agent: Requester Retry and Timeout Profile).
-    Markers of a task share its colour. Tasks with a reroute come first."""
+    came), a reply that named a new responder (star: Optional Task Handover 2-4; pool assignment,
+    Optional Shared Subscription Dispatch 10), or the replies an agent sent on a request before
+    another one took over (square: a handover mid-stream has one, a handover in the first reply
+    none). Hops are evenly spaced, in order, and labelled underneath with their method and the
+    cause of a reroute (``handover``, ``pool-assigned``, ``fallback`` to the card agent: Requester
+    Retry and Timeout Profile), a star with the reply it came in. Markers of a task share its
+    colour. Tasks with a reroute come first."""
     df = load_traffic(df)
     hops = route_hops(df)
     title = title or "Where each task went, hop by hop"
@@ -434,11 +545,9 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
     chosen = [t for t in tasks if t in chosen]  # keep recorded order among those shown
     agents = {t: list(dict.fromkeys(hops[hops["task_id"] == t]["agent"])) for t in chosen}
     labels = task_labels(df, names)
-    ratios = [len(a) + 1.3 for a in agents.values()]
-    height = min(9.0, max(3.0, 0.8 + 0.36 * sum(ratios)))
-    fig, axes = plt.subplots(len(chosen), 1, figsize=(WIDTH, height), squeeze=False,
-                             gridspec_kw={"height_ratios": ratios})
-    plt.close(fig)
+    ratios = [len(a) + 1.6 for a in agents.values()]
+    height = min(11.0, max(3.0, 0.8 + 0.36 * sum(ratios)))
+    fig, axes = _figure(height, rows=len(chosen), height_ratios=ratios)
     n_hops = int(hops[hops["task_id"].isin(chosen)]["hop"].max()) + 1
     cmap = plt.get_cmap("tab10")
     for k, (task, ax) in enumerate(zip(chosen, axes[:, 0])):
@@ -446,14 +555,15 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
         ax.set_xlim(-0.5, n_hops - 0.5)
         ax.set_title(labels.get(task, _short_id(task)), loc="left", fontsize=9, color=cmap(k % 10),
                      fontweight="bold", pad=3)
-    axes[-1, 0].set_xlabel("hop (in order)")
     shown = f" ({len(chosen)} of {len(tasks)} tasks)" if len(chosen) < len(tasks) else ""
-    axes[0, 0].set_title(title + shown, fontsize=11, pad=3)  # on the line of the first panel's task name
+    axes[0, 0].set_title(title + shown, fontsize=10, pad=3)  # on the line of the first panel's task name
     handles = [Line2D([0], [0], marker="o", color="#555555", ls="", label="request, answered"),
                Line2D([0], [0], marker="o", color="#555555", mfc="white", mew=1.5, ls="", label="request, no reply"),
+               Line2D([0], [0], marker="s", color="#555555", ms=6, ls="", label="replies before a handover"),
                Line2D([0], [0], marker="*", color="#555555", ms=11, ls="", label="reply naming a new responder")]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.035, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=SMALL + 0.5, frameon=False,
+               bbox_to_anchor=(0.5, 0.01))
+    fig.tight_layout(rect=(0, 0.04, 1, 0.99))
     return fig
 
 
@@ -462,17 +572,19 @@ def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any) -> No
     y_of = {a: k for k, a in enumerate(agents)}
     xs, ys = list(hops["hop"]), [y_of[a] for a in hops["agent"]]
     ax.plot(xs, ys, "-", color=color, lw=1.2, alpha=0.6)
-    for x, y, kind, method, ans, cause in zip(xs, ys, hops["kind"], hops["method"], hops["answered"], hops["cause"]):
-        star = kind == "named"
-        ax.plot([x], [y], marker="*" if star else "o", ms=14 if star else 8, color=color,
-                mfc=color if ans else "white", mec="black" if star else color, mew=0.6 if star else 1.6, ls="",
-                zorder=5, gid=f"hop:{kind}")
-        ax.annotate(_hop_label(kind, method, ans, cause), xy=(x, y), xytext=(0, -8), textcoords="offset points",
-                    ha="center", va="top", fontsize=6.5, color="black" if isinstance(cause, str) else "#555555",
-                    fontweight="bold" if isinstance(cause, str) else "normal", zorder=6,
-                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))  # over the line
+    for x, y, kind, method, ans, cause, detail in zip(xs, ys, hops["kind"], hops["method"], hops["answered"],
+                                                      hops["cause"], hops["detail"]):
+        marker, ms, edge, mew = {"named": ("*", 14, "black", 0.6), "replied": ("s", 7, color, 1.2)}.get(
+            kind, ("o", 8, color, 1.6))
+        ax.plot([x], [y], marker=marker, ms=ms, color=color, mfc=color if ans else CARD_FACE, mec=edge, mew=mew,
+                ls="", zorder=5, gid=f"hop:{kind}")
+        bold = isinstance(cause, str)
+        ax.annotate(_hop_label(kind, method, ans, cause, detail), xy=(x, y), xytext=(0, -8),
+                    textcoords="offset points", ha="center", va="top", fontsize=SMALL,
+                    color="black" if bold else "#555555", fontweight="bold" if bold else "normal", zorder=6,
+                    bbox=dict(boxstyle="square,pad=0.1", fc=CARD_FACE, ec="none", alpha=0.85))  # over the line
     ax.set_yticks(range(len(agents)))
-    ax.set_yticklabels(agents, fontsize=8)
+    ax.set_yticklabels([_label(a, 24) for a in agents], fontsize=8)
     ax.set_ylim(len(agents) - 0.1, -0.5)
     ax.set_xticks([])
     for side in ("top", "right", "bottom"):  # the labels under the last row may reach the bottom edge
@@ -497,18 +609,19 @@ def latency_chart(df: Source, title: Optional[str] = None, log: Optional[bool] =
     for k, values in enumerate(data, start=1):
         ax.plot(k + rng.uniform(-0.15, 0.15, len(values)), values, "o", ms=3.5, alpha=0.55, color="#1f77b4")
     ax.set_xticks(range(1, len(methods) + 1))
-    ax.set_xticklabels([f"{m}\n(n={len(v)})" for m, v in zip(methods, data)], fontsize=8)
+    ax.set_xticklabels([f"{_two_lines(_label(m, 24), 20)}\n(n={len(v)})" for m, v in zip(methods, data)], fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
     allv = np.concatenate(data)
     positive = allv[allv > 0]
     if log is None:
         log = positive.size > 0 and positive.max() / max(positive.min(), 1e-6) > 100
     if log:
         ax.set_yscale("log")
-    ax.set_ylabel("latency (ms)")
+    ax.set_ylabel("latency (ms)", fontsize=8)
     missing = int(lv["latency_s"].isna().sum())
     if missing:
         title += f" ({missing} request(s) never answered)"
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.grid(axis="y", color="#eeeeee")
     fig.tight_layout()
     return fig

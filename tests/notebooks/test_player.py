@@ -45,7 +45,7 @@ def first(df, **where) -> int:
 
 
 def pixels(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
 
 
 def test_step_html_names_the_message_and_its_packet(happy):
@@ -55,7 +55,7 @@ def test_step_html_names_the_message_and_its_packet(happy):
     assert f"data-i='{i}'" in out and f"message #{i}</b> of {len(happy)}" in out
     assert "statusUpdate input-required" in out
     shown = readable_correlation(bytes.fromhex(r["correlation"]))
-    assert r["topic"] in out and shown in out                       # MQTT properties
+    assert r["topic"].replace("/", "/<wbr>") in out and shown in out  # MQTT properties
     assert "QoS" in out and "retain" in out
     assert "a2a-responder-agent-id" in out                         # a user property
     assert "TASK_STATE_INPUT_REQUIRED" in out                      # the JSON payload
@@ -127,7 +127,7 @@ def test_chart_highlights_the_current_message(player, happy):
         white = np.all(base[top:bottom, left:right] == 255, axis=2)
         assert white.mean() > 0.5
         band = img[top:bottom, left:right][white].astype(int)
-        assert (np.abs(band - [255, 214, 102]).max(axis=1) < 24).mean() > 0.95, "white turns yellow"
+        assert (np.abs(band - [255, 214, 102, 255]).max(axis=1) < 24).mean() > 0.95, "white turns yellow"
     # two messages on one page: the same picture, a different highlighted row
     player.index = 1
     one = pixels(player.chart.value)
@@ -183,3 +183,52 @@ def test_binary_and_odd_records():
         p.close()
     with pytest.raises(ValueError, match="no message"):
         TrafficPlayer([])
+
+
+def test_chart_is_drawn_at_the_size_it_is_shown(player):
+    """640 px wide at 96 dpi, shown 640 px wide: its smallest text (7 pt) is 9.3 px on screen; on
+    a card with transparent corners (readable in JupyterLab's dark theme)."""
+    from matplotlib.text import Text
+
+    from a2a_nb.notebook.player import CHART_DPI, CHART_WIDTH_PX
+    from a2a_nb.traffic.charts import SMALL
+
+    img = pixels(player.chart.value)
+    assert img.shape[1] == player.chart_width == CHART_WIDTH_PX and player.dpi == CHART_DPI
+    assert player.chart.layout.width == f"{CHART_WIDTH_PX}px"
+    _, ax = player._page(0)
+    fig = ax.figure
+    assert fig.get_size_inches()[0] * fig.dpi == CHART_WIDTH_PX
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip()]
+    assert min(sizes) == SMALL
+    assert player.smallest_text_px() == pytest.approx(SMALL * 96 / 72) and player.smallest_text_px() >= 9
+    assert player.smallest_text_px(shown_width=480) < 9  # shrunk by a narrow window: smaller
+    assert img[0, 0, 3] == 0 and img[img.shape[0] // 2, img.shape[1] // 2, 3] == 255
+
+
+def test_long_topics_wrap_between_levels(happy):
+    """Every ``/`` of a topic is a line-break opportunity (``<wbr>``): it never wraps inside a level."""
+    from a2a_nb.notebook.player import breakable
+
+    assert breakable("$a2a/v1/reply/acme/<b>") == "$a2a/<wbr>v1/<wbr>reply/<wbr>acme/<wbr>&lt;b&gt;"
+    out = step_html(happy, 1)
+    r = happy.iloc[1]
+    for topic in (r["topic"], r["response_topic"]):
+        assert breakable(topic) in out and topic not in out
+
+
+def test_a_hostile_recording_plays():
+    """Peers' mathtext and 100 kB names: the chart draws quickly, the HTML escapes them."""
+    import time
+
+    from tests.traffic.test_charts import hostile_records
+
+    start = time.perf_counter()
+    p = TrafficPlayer(hostile_records())
+    try:
+        for i in range(len(p)):
+            p.index = i
+            assert "<script" not in p.view.value
+        assert time.perf_counter() - start < 5
+    finally:
+        p.close()

@@ -1,9 +1,11 @@
 """Charts return titled Figures without touching pyplot's state; Mermaid text is deterministic."""
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import matplotlib
@@ -11,13 +13,17 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from IPython.core.pylabtools import print_figure  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from a2a_nb.protocol import states  # noqa: E402
-from a2a_nb.traffic.charts import (Mermaid, latency_chart, message_label, mermaid_sequence, reroute_chart,  # noqa: E402
-                                   route_hops, scenario_frames, sequence_chart, show_mermaid,
-                                   state_timeline, task_labels)
+from a2a_nb.traffic.charts import (DPI, SMALL, WIDTH, Mermaid, _two_lines, latency_chart,  # noqa: E402
+                                   message_label, mermaid_sequence, reroute_chart, route_hops, scenario_frames,
+                                   sequence_chart, show_mermaid, state_timeline, task_labels)
 from a2a_nb.traffic.frame import load_traffic  # noqa: E402
 
 from ._traffic import C1, T1, Traffic, clean_conversation  # noqa: E402
@@ -56,7 +62,7 @@ def test_each_chart_is_a_titled_figure_and_leaves_pyplot_alone(chart):
         ax = fig.axes[0]
         assert ax.get_title()
         w, h = fig.get_size_inches()
-        assert w == 10 and 2 <= h <= 6
+        assert w == WIDTH and 2 <= h <= 7 and fig.dpi == DPI
         fig.canvas.draw()  # renders without error
     assert plt.get_fignums() == before
 
@@ -225,7 +231,8 @@ def test_reroute_chart_one_panel_per_task_with_every_hop():
     multi = panels[next(k for k in panels if k.startswith("multi-handover"))]
     assert [t.get_text() for t in multi.get_yticklabels()] == ["ticket-desk", "analyst-1", "analyst-2"]
     kinds = [g[1] for g in drawn(multi, "hop")]
-    assert kinds == ["request", "named", "named", "request"]  # the first handover (to analyst-1) is a hop
+    # the first handover (to analyst-1) is a hop, and so are the replies each agent sent before handing over
+    assert kinds == ["request", "replied", "named", "replied", "named", "request"]
     for ax in fig.axes:  # one label per hop, each at its hop; no two hops at the same place
         hops = [a for a in ax.get_lines() if str(a.get_gid() or "").startswith("hop:")]
         xs = [float(h.get_xdata()[0]) for h in hops]
@@ -235,7 +242,7 @@ def test_reroute_chart_one_panel_per_task_with_every_hop():
     dies = panels[next(k for k in panels if k.startswith("handover-unreachable"))]
     hollow = [h for h in dies.get_lines() if str(h.get_gid() or "").startswith("hop:") and h.get_mfc() == "white"]
     assert len(hollow) == 3
-    assert "fallback\nSendStreamingMessage" in [t.get_text() for t in dies.texts]
+    assert "fallback\nSendStreaming\nMessage" in [t.get_text() for t in dies.texts]
     hops = route_hops(df)
     assert len(hops) == sum(len(drawn(ax, "hop")) for ax in fig.axes)
 
@@ -266,3 +273,124 @@ def test_story_charts_names_rows_by_scenario_and_indexes_them(tmp_path, broker_u
     assert len(names) == 5 and names[4].startswith("sequence-1-multi-handover-")
     assert all((tmp_path / n).is_file() for n in names)
     assert f"chart: {tmp_path / 'index.md'}" in out.stdout
+
+
+# -- readable everywhere: size, light and dark themes, a peer's text -----------------------------------
+
+def story_charts() -> list[Figure]:
+    df = load_traffic(FULL)
+    names = story_names(df)
+    happy = df[df["i"] <= df[df["task_id"] == next(iter(names))]["i"].max()]
+    return [sequence_chart(happy), state_timeline(df, names=names), state_timeline(df, x="time"),
+            reroute_chart(df, names=names), latency_chart(df)]
+
+
+def texts_of(fig: Figure) -> list:
+    fig.canvas.draw()  # tick labels exist once drawn
+    return [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+
+
+def test_no_text_is_smaller_than_small():
+    """7 pt at 96 dpi is 9.3 px: a chart shown at its size (768 px fits a 1280 px JupyterLab) is readable."""
+    assert SMALL * DPI / 72 >= 9
+    for fig in story_charts() + [chart(handover_traffic().records) for chart in CHARTS]:
+        sizes = {t.get_text(): t.get_fontsize() for t in texts_of(fig)}
+        small = {text: size for text, size in sizes.items() if size < SMALL}
+        assert not small, f"text under {SMALL} pt: {small}"
+
+
+def test_every_chart_is_a_card_with_everything_on_it():
+    """A white card with a rounded frame, transparent around it (module docstring): nothing is drawn
+    outside the card, where dark text would vanish on JupyterLab's dark theme."""
+    from matplotlib.patches import FancyBboxPatch
+
+    for fig in story_charts() + [chart([]) for chart in CHARTS]:
+        assert fig.patch.get_alpha() in (None, 0) and fig.patch.get_facecolor()[3] == 0
+        (card,) = [a for a in fig.get_children() if a.get_gid() == "card"]
+        assert isinstance(card, FancyBboxPatch) and card.get_facecolor()[:3] == (1, 1, 1)
+        fig.canvas.draw()
+        box = card.get_window_extent()
+        for ax in fig.axes:
+            inner = ax.get_tightbbox()
+            assert (inner.x0 >= box.x0 - 1 and inner.y0 >= box.y0 - 1 and inner.x1 <= box.x1 + 1
+                    and inner.y1 <= box.y1 + 1), f"{ax.get_title()!r} reaches outside the card"
+        png = Image.open(io.BytesIO(print_figure(fig, "png"))).convert("RGBA")  # what the notebook shows
+        pixels = np.asarray(png)
+        assert pixels[0, 0, 3] == 0 and pixels[-1, -1, 3] == 0, "transparent around the card"
+        assert pixels[png.height // 2, png.width // 2, 3] == 255, "the card is opaque"
+        assert fig.get_size_inches()[0] * DPI <= png.width <= fig.get_size_inches()[0] * DPI + 2 * 0.1 * DPI + 2
+
+
+def test_reroute_chart_tells_a_handover_at_once_from_one_mid_stream():
+    """happy: the first reply already comes from the analyst; handover: the desk answers the stream
+    itself for a while, then the analyst takes over. The two panels show it."""
+    df = load_traffic(FULL)
+    names = story_names(df)
+    panels = {ax.get_title(loc="left").split(" · ")[0]: ax for ax in reroute_chart(df, names=names).axes}
+
+    def first_replies(scenario):
+        """Who sent each reply to the task's first request, up to the first one from the new responder."""
+        task = next(t for t, n in names.items() if n == scenario)
+        first = df[(df["task_id"] == task) & (df["kind"] == "request")].iloc[0]
+        replies = df[(df["kind"] == "reply") & (df["request_i"] == first["i"])]
+        senders = list(replies["from_agent"])
+        return senders[:senders.index(next(a for a in senders if a != first["to_agent"])) + 1]
+
+    assert first_replies("happy") == ["analyst-1"]
+    assert first_replies("handover") == ["ticket-desk", "ticket-desk", "analyst-1"]
+    happy, handover = panels["happy"], panels["handover"]
+    assert [g[1] for g in drawn(happy, "hop")] == ["request", "named", "request", "request"]
+    assert [g[1] for g in drawn(handover, "hop")] == ["request", "replied", "named", "request", "request"]
+    assert "handover\nin the first reply" in [t.get_text() for t in happy.texts]
+    labels = [t.get_text() for t in handover.texts]
+    assert "handover\nmid-stream, reply 3" in labels and "2 replies\nsubmitted, working" in labels
+    (square,) = [h for h in handover.get_lines() if h.get_gid() == "hop:replied"]
+    assert square.get_ydata()[0] == 0 and handover.get_yticklabels()[0].get_text() == "ticket-desk"
+    hops = route_hops(df)
+    assert hops.loc[hops["kind"] == "replied", "agent"].tolist() == ["ticket-desk", "ticket-desk", "analyst-1"]
+
+
+def hostile_records() -> list[dict]:
+    """A recording whose peers put mathtext and 100 kB into every name a chart shows."""
+    big = r"$\frac{1}{2}$" + "x" * 100_000 + r"$\sqrt{2}$"
+    agent = "a" * 100_000  # agent ids must be valid topic levels: long, then
+    tr = Traffic()
+    tr.card(agent)
+    c, r = tr.send(agent, big, big, "no ticket here", stream=True)
+    status = Traffic.status(big, big, states.WORKING)
+    status["statusUpdate"]["status"]["state"] = big
+    tr.result(c, r, status, props=[("a2a-responder-agent-id", big)])
+    tr.result(c, r, Traffic.artifact(big, big, artifact_id=big, last=True), props=[("a2a-responder-agent-id", big)])
+    c, r = tr.request(agent, big, {"id": big})
+    tr.error(c, r, {"code": -32004, "message": big, "data": {"a2a_error": big}})
+    c, r = tr.request(agent, big, {"id": big})
+    task = Traffic.task(big, big)
+    task["task"]["status"]["state"] = big
+    tr.result(c, r, task)
+    return tr.records
+
+
+def test_a_hostile_recording_draws_fast_and_as_plain_text():
+    """Every label from the recording is cut short and never parsed as mathtext (a 100 kB label took
+    matplotlib seconds per chart; ``$...$`` drew formulas)."""
+    from matplotlib import cbook
+
+    records = hostile_records()
+    for chart in CHARTS:
+        start = time.perf_counter()
+        fig = chart(records)
+        texts = [t.get_text() for t in texts_of(fig)]
+        assert time.perf_counter() - start < 3, f"{chart.__name__} took {time.perf_counter() - start:.1f} s"
+        assert max(map(len, texts)) <= 80
+        assert not [t for t in texts if cbook.is_math_text(t)], "a label would be drawn as mathtext"
+    ticks = [t.get_text() for t in sequence_chart(records).axes[0].get_xticklabels()]
+    assert ticks[0].startswith("aaaa") and ticks[0].endswith("…")
+    texts = [t.get_text() for t in texts_of(sequence_chart(records))]
+    assert any(t.startswith(r"statusUpdate \$\frac{1}{2}\$xxx") for t in texts)  # drawn as written
+
+
+def test_long_method_names_break_between_words():
+    assert _two_lines("SendStreamingMessage") == "SendStreaming\nMessage"
+    assert _two_lines("SubscribeToTask") == "SubscribeTo\nTask"
+    assert _two_lines("GetTask") == "GetTask"
+    assert _two_lines("x" * 30) == "x" * 30  # no word boundary: left whole
