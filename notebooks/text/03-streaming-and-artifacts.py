@@ -23,29 +23,30 @@
 #
 # ## What you will learn
 # - how a stream travels over MQTT: one PUBLISH per event on the coordinator's reply topic, all with
-#   the Correlation Data of the one request;
+#   the [Correlation Data](glossary.md#Correlation-Data) of the one request;
 # - the three kinds of stream item (Task snapshot, `TaskStatusUpdateEvent`, `TaskArtifactUpdateEvent`)
 #   and which states end a stream;
 # - aggregating artifact chunks by `artifactId` (`append`, `lastChunk`) without assuming chunk counts;
 # - reading the structured report: data parts as pandas tables, and the text summary;
 # - the final Message next to the Artifact, and a stream that is only a Message;
 # - the optional native **binary** artifact mode: raw bytes, `a2a-chunk-seqno`, `a2a-last-chunk`,
-#   byte-exact reassembly.
+#   byte-exact reassembly;
+# - writing the aggregation rule yourself (the exercise at the end).
 #
 # ## Time needed
-# About 20 minutes. The notebook runs in a few seconds.
+# About 25 minutes. Run All takes under 2 seconds.
 #
 # ## Prerequisites
 # - [02 · Send and track](02-send-and-track.ipynb): Task.id, contextId, messageId, Correlation Data,
-#   task states.
+#   [task states](glossary.md#Task-states).
 # - pandas basics (a DataFrame is a table).
 
 # %% [markdown]
 # ## Step 1. The agents
 #
-# The ticket desk again, this time with `handover="none"`: the desk does the analysis itself, so
-# every event of this lesson comes from one agent (handing a task over to another agent is
-# lesson 05). The echo agent is here for one comparison in step 7.
+# The ticket desk again, this time without a [handover](glossary.md#Handover) (`handover="none"`):
+# the desk does the analysis itself, so every event of this lesson comes from one agent (handing a
+# task over to another agent is lesson 05). The echo agent is here for one comparison in step 6.
 
 # %%
 import base64
@@ -106,11 +107,11 @@ print("  ".join(f"+{(e.mqtt.received_at - t0) * 1000:.0f} ms" for e in stream.ev
 #
 # Every item was a separate PUBLISH on the coordinator's reply topic carrying the **same**
 # Correlation Data: the one of the request. That is how the coordinator knows they all belong to
-# this stream (Streaming Reply Mapping, rules 1-2). A copy delivered twice (QoS 1 allows it) is the
-# same PUBLISH again, byte for byte, so the coordinator drops an item whose payload it already has on
-# this Correlation Data. An agent that sends the very same payload twice on purpose (one chunk
-# appended twice) numbers the repeat in the user property `a2a-stream-seq`, so it is not taken for a
-# copy; no item of this stream repeats another.
+# this stream (Streaming Reply Mapping, rules 1-2). A copy delivered twice ([QoS 1](glossary.md#QoS-1)
+# allows it) is the same PUBLISH again, byte for byte, so the coordinator drops an item whose payload
+# it already has on this Correlation Data. An agent that sends the very same payload twice on purpose
+# (one chunk appended twice) numbers the repeat in the [user property](glossary.md#User-property)
+# `a2a-stream-seq`, so it is not taken for a copy; no item of this stream repeats another.
 
 # %%
 def event_row(ev):
@@ -121,7 +122,7 @@ def event_row(ev):
         row.update({"artifact id": art["artifactId"], "append": ev.data.get("append", False),
                     "lastChunk": ev.data.get("lastChunk", False),
                     "parts": ", ".join("data" if "data" in p else "text" for p in art["parts"])})
-    row["Correlation Data"] = ev.mqtt.correlation_data.hex()[:12] + "…"
+    row["Correlation Data"] = ev.mqtt.correlation_data.decode()[:12] + "…"
     return row
 
 events = pd.DataFrame([event_row(ev) for ev in stream.events])
@@ -132,6 +133,17 @@ print("topics used:       ", set(ev.mqtt.topic for ev in stream.events))
 print("correlations used: ", len(set(ev.mqtt.correlation_data for ev in stream.events)))
 print("duplicates dropped:", stream.duplicates)
 
+# %%
+from a2a_nb.notebook.claims import as_described, said
+
+as_described(
+    said("Every item was a separate PUBLISH on the coordinator's reply topic",
+         {ev.mqtt.topic for ev in stream.events}, {coordinator.reply_topic}),
+    said("carrying the same Correlation Data", len({ev.mqtt.correlation_data for ev in stream.events}), 1),
+    said("no item of this stream repeats another",
+         len({ev.mqtt.payload for ev in stream.events}) == len(stream.events) and stream.duplicates == 0, True),
+)
+
 # %% [markdown]
 # The first item is a **Task** snapshot (state `submitted`), then `statusUpdate`s and
 # `artifactUpdate`s. `lastChunk: true` on the last piece of the report seals the *artifact*; it
@@ -140,11 +152,26 @@ print("duplicates dropped:", stream.duplicates)
 # `auth-required`: the task goes on later, on a new request). A `message` result ends it too.
 
 # %%
-pd.DataFrame([
+enders = pd.DataFrame([
     {"state": states.short_name(s), "terminal": states.is_terminal(s), "ends the stream": states.ends_stream(s)}
     for s in (states.SUBMITTED, states.WORKING, states.INPUT_REQUIRED, states.AUTH_REQUIRED,
               states.COMPLETED, states.FAILED, states.CANCELED, states.REJECTED)
 ])
+enders
+
+# %%
+first = stream.events[0]
+sealed_at = next(i for i, ev in enumerate(stream.events) if ev.kind == "artifactUpdate" and ev.data.get("lastChunk"))
+interrupted_enders = sorted(enders[enders["ends the stream"] & ~enders["terminal"]]["state"])
+as_described(
+    said("The first item is a Task snapshot (state submitted)", (first.kind, states.short_name(first.state)),
+         ("task", "submitted")),
+    said("it does not end the stream", sealed_at < len(stream.events) - 1, True),
+    said("What ends a stream over MQTT is the state",
+         [i for i, ev in enumerate(stream.events) if ev.state and states.ends_stream(ev.state)], [len(stream.events) - 1]),
+    said("or an interrupted one (input-required, auth-required", interrupted_enders,
+         ["auth-required", "input-required"]),
+)
 
 # %% [markdown]
 # ## Step 4. Aggregate the chunks by `artifactId`
@@ -173,7 +200,7 @@ pd.DataFrame([
 
 # %% [markdown]
 # Nothing depends on how the agent cut the report. Replaying the same four parts cut into one, two
-# or four chunks gives the same artifact (`ArtifactSet` is the pure rule the stream uses):
+# or four chunks gives the same artifact every time (`ArtifactSet` is the pure rule the stream uses):
 
 # %%
 def replay(cuts):
@@ -185,8 +212,17 @@ def replay(cuts):
         start += size
     return assembled.get(REPORT_ID)["parts"] == report["parts"] and assembled.is_sealed(REPORT_ID)
 
-for cuts in ([4], [2, 2], [1, 3], [1, 1, 1, 1]):
+CUTS = ([4], [2, 2], [1, 3], [1, 1, 1, 1])   # parts per chunk
+same = {}
+for cuts in CUTS:
+    same[len(cuts)] = same.get(len(cuts), True) and replay(cuts)
     print(f"chunks of {cuts}: same report: {replay(cuts)}")
+
+as_described(
+    said("the same four parts", len(report["parts"]), 4),
+    said("cut into one, two or four chunks", sorted(same), [1, 2, 4]),
+    said("gives the same artifact every time", all(same.values()), True),
+)
 
 # %% [markdown]
 # ## Step 5. Read the report
@@ -227,7 +263,7 @@ print(arts.text(REPORT_ID))
 # %% [markdown]
 # ## Step 6. The final Message next to the Artifact
 #
-# The result comes in two layers (walkthrough, section 4): the **Artifact** is the report, for
+# The result comes in layers (walkthrough, section 4): the **Artifact** is the report, for
 # programs; the **Message** in the final status is the conclusion, in words, for the user. The
 # Message is an agent message (`ROLE_AGENT`) with its own `messageId`, tied to the task and its
 # context:
@@ -261,6 +297,16 @@ print("result holds:", list(hello.result))
 print("role:        ", hello.message["role"])
 print("text:        ", hello.text)
 
+echoed = coordinator.stream("echo", "is anybody there? (streamed)")
+for event in echoed:
+    print("stream item: ", event.kind, "|", messages.text_of(event.data))
+print("stream ended:", echoed.done)
+
+as_described(
+    said("such a Message is the one and only item, and it ends the stream",
+         ([ev.kind for ev in echoed.events], echoed.done), (["message"], True)),
+)
+
 # %% [markdown]
 # ## Step 7. Binary artifacts: raw bytes instead of base64
 #
@@ -279,9 +325,9 @@ print("text:        ", hello.text)
 #
 # plus *Payload Format Indicator* 0 (bytes) and the media type as *Content Type*.
 #
-# A small agent shows it: it exports the affected orders of the report as CSV, 96 bytes per chunk.
-# Its handler calls `ctx.chunk(...)` for each piece; the kit sends raw bytes to requesters that
-# asked for binary and base64 JSON to the others.
+# A small agent shows it: it exports the affected orders of the report as CSV, in chunks of at most
+# 96 bytes. Its handler calls `ctx.chunk(...)` for each piece; the kit sends raw bytes to requesters
+# that asked for binary and base64 JSON to the others.
 
 # %%
 report_data = analysis.analyse(ticket_data.load(), "TCK-4821", REPRO_TEXT)
@@ -318,7 +364,16 @@ def chunk_row(ev):
             **{k: m.user_property(k) for k in (properties.EVENT_TYPE, properties.ARTIFACT_ID,
                                                properties.CHUNK_SEQNO, properties.LAST_CHUNK)}}
 
-pd.DataFrame([chunk_row(ev) for ev in binary.events if ev.kind == "binaryChunk"])
+chunks = pd.DataFrame([chunk_row(ev) for ev in binary.events if ev.kind == "binaryChunk"])
+chunks
+
+# %%
+as_described(
+    said("in chunks of at most 96 bytes", chunks["payload bytes"].max(), 96),
+    said("Payload Format Indicator 0 (bytes)", set(chunks["Payload Format"]), {0}),
+    said("base64 in a raw part, a third bigger than the bytes", len(base64.b64encode(CSV)) / len(CSV), 4 / 3,
+         within=1.02),
+)
 
 # %% [markdown]
 # Reassembly goes by `a2a-chunk-seqno`, not by arrival order: chunks that arrive out of order or
@@ -351,7 +406,38 @@ print(f"artifact bytes on the wire: binary {wire_bytes(binary, 'binaryChunk')}, 
       f"JSON {wire_bytes(as_json, 'artifactUpdate')}")
 
 # %% [markdown]
-# ## Step 8. Clean up
+# ## Step 8. Your turn
+#
+# **Write the aggregation rule.** Complete `add_chunk(artifacts, update)`: `artifacts` is a dict
+# *artifactId → list of parts*, `update` is one `TaskArtifactUpdateEvent` (the `data` of an
+# `artifactUpdate` event, with `artifact`, `append` and `lastChunk`). Apply it as step 4 says: a
+# chunk with `append: true` adds its parts to the end of its artifact's list; without it the chunk
+# creates, or replaces, the artifact (`lastChunk` only seals an artifact: a list of parts can leave it
+# aside). The check runs your rule over this lesson's stream, then over chunks it cuts differently
+# (two artifacts interleaved, one replaced) and compares each result with the kit's.
+
+# %%
+from a2a_nb.notebook.exercises import lesson03
+
+
+def add_chunk(artifacts, update):
+    ...   # your answer: put update's parts under its artifactId in artifacts
+
+
+lesson03.aggregation_rule(add_chunk, stream)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+def add_chunk(artifacts, update):
+    artifact = update["artifact"]
+    before = artifacts.get(artifact["artifactId"], []) if update.get("append") else []
+    artifacts[artifact["artifactId"]] = before + artifact["parts"]
+
+
+lesson03.aggregation_rule(add_chunk, stream)
+
+# %% [markdown]
+# ## Step 9. Clean up
 
 # %%
 desk.stop()
