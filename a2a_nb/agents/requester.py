@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session, SessionError
@@ -197,6 +197,9 @@ class Requester:
             self._route_store = SqliteRoutes(routes_path)
             routing = self._route_store.load()
         self.routing = routing or RoutingTable()
+        self.on_attempt: Optional[Callable[[Attempt], None]] = None
+        """Called on the caller's thread with each attempt once its outcome is known (answered, no
+        reply within the first-reply timeout, refused): a notebook prints each one as it happens."""
         self._inflight: dict[bytes, _Call] = {}
         self._addresses: dict[str, Address] = {}
         self._lock = threading.Lock()
@@ -335,6 +338,7 @@ class Requester:
                 return self._answered(call, first)
             if att.outcome == "sent":
                 att.outcome = f"no reply within {self.retry.reply_first_timeout_s:g} s"
+            self._settled(att)
             delay = next_delay(self.retry, made, self.rng)
             if delay is None:
                 return None
@@ -343,14 +347,25 @@ class Requester:
             if late is not None:
                 return self._answered(call, late)
 
-    @staticmethod
-    def _answered(call: _Call, first: MqttMessage) -> MqttMessage:
+    def _answered(self, call: _Call, first: MqttMessage) -> MqttMessage:
         """Mark the attempt whose Correlation Data the first reply echoes (maybe an earlier one)."""
         corr = first.correlation_data.hex() if first.correlation_data else None
         for att in call.attempts:
             if att.correlation == corr:
                 att.outcome = "answered" if att is call.attempts[-1] else "answered (late)"
+                self._settled(att)
         return first
+
+    def _settled(self, att: Attempt) -> None:
+        """Tell ``on_attempt`` (if set) that ``att`` has its outcome; a failing hook is logged, never
+        allowed to break the operation."""
+        hook = self.on_attempt
+        if hook is None:
+            return
+        try:
+            hook(att)
+        except Exception:
+            log.exception("%s: on_attempt failed", self.agent)
 
     @staticmethod
     def _silence_reason(call: _Call, target: Address) -> str:

@@ -7,11 +7,11 @@ widgets are imported on first use, so showing a reply never pulls in ipywidgets.
 from __future__ import annotations
 
 __all__ = ["DiscoveryBrowser", "SendForm", "discovery_browser", "send_form", "RoutingTableView",
-           "routing_table_view"]
+           "routing_table_view", "RoutingSnapshot", "routing_snapshot"]
 
 
 def __getattr__(name: str):
-    if name in ("RoutingTableView", "routing_table_view"):
+    if name in ("RoutingTableView", "routing_table_view", "RoutingSnapshot", "routing_snapshot"):
         from . import routing_view
 
         return getattr(routing_view, name)

@@ -12,12 +12,17 @@ widget traits, under a lock, so they may come from any thread.
 
 Displayed in a notebook it sends the live widget AND a plain HTML snapshot (GitHub, nbviewer, a
 kernel-less export); outside a kernel only the HTML is offered.
+
+A lesson that tells a story step by step shows :func:`routing_snapshot` (or ``view.snapshot()``)
+where the story advances: static HTML of the table as it is at that moment, which never changes
+afterwards, so *Run All* reads top to bottom. The live view belongs where the learner plays.
 """
 from __future__ import annotations
 
 import html
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 import ipywidgets as W
@@ -51,6 +56,103 @@ def _cause(cause: str) -> str:
             f'font-family:monospace">{html.escape(cause)}</span>')
 
 
+def _routes_of(table: RoutingTable, task_ids: Optional[list[str]]) -> list:
+    routes = list(table.routes.values())
+    if task_ids is not None:
+        wanted = set(task_ids)
+        routes = [r for r in routes if r.task_id in wanted]
+    return routes
+
+
+def _rows_of(table: RoutingTable, task_ids: Optional[list[str]]) -> list[dict]:
+    history = list(table.history)
+    out = []
+    for r in _routes_of(table, task_ids):
+        moves = [{"at": h.at, "time": clock(h.at), "cause": h.cause, "from": h.from_.label, "to": h.to.label,
+                  "detail": h.detail} for h in history if h.task_id == r.task_id]
+        out.append({"task_id": r.task_id, "card": r.card.label, "current": r.current.label,
+                    "rerouted": r.current != r.card, "reroutes": moves})
+    return out
+
+
+def _render(table: RoutingTable, task_ids: Optional[list[str]], *, times: bool = True) -> str:
+    """The table as HTML: per task its card agent, current agent (bold when routed away) and every
+    reroute; ``times=False`` numbers the reroutes instead of giving their clock time."""
+    routes = _routes_of(table, task_ids)
+    if not routes:
+        return "<p><i>no task in the routing table yet</i></p>"
+    history = list(table.history)
+    head = "".join(f"<th style='text-align:left'>{h}</th>" for h in
+                   ("task", "card agent", "current agent", "reroutes"))
+    first_column = "time" if times else "#"
+    body = []
+    for r in routes:
+        moves = [h for h in history if h.task_id == r.task_id]
+        if moves:
+            inner = "".join(
+                f"<tr><td style='text-align:left'>{clock(h.at) if times else n}</td>"
+                f"<td style='text-align:left'>{_cause(h.cause)}"
+                f"</td><td style='text-align:left'>{_agent(h.from_)}</td><td style='text-align:left'>"
+                f"{_agent(h.to)}</td><td style='text-align:left'><small>{html.escape(h.detail)}</small></td></tr>"
+                for n, h in enumerate(moves, 1))
+            reroutes = ("<table><thead><tr>" + "".join(
+                f"<th style='text-align:left'>{h}</th>" for h in (first_column, "cause", "from", "to", "detail"))
+                + f"</tr></thead><tbody>{inner}</tbody></table>")
+        else:
+            reroutes = "<i>no reroute</i>"
+        current = _agent(r.current)
+        if r.current != r.card:
+            current = f"<b>{current}</b>"
+        body.append(
+            f"<tr><td style='text-align:left;vertical-align:top'><code title='{html.escape(r.task_id)}'>"
+            f"{html.escape(r.task_id[:8])}…</code></td>"
+            f"<td style='text-align:left;vertical-align:top'>{_agent(r.card)}</td>"
+            f"<td style='text-align:left;vertical-align:top'>{current}</td>"
+            f"<td style='text-align:left;vertical-align:top'>{reroutes}</td></tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _counts(rows: list[dict]) -> str:
+    return f"{len(rows)} task(s), {sum(len(r['reroutes']) for r in rows)} reroute(s)"
+
+
+@dataclass(frozen=True)
+class RoutingSnapshot:
+    """The routing table as it was when the snapshot was taken: ``rows`` (as
+    :meth:`RoutingTableView.rows`) and ``html``. It never changes afterwards, whatever the table
+    does, so a lesson shows one per step where the story advances. The reroutes are numbered, not
+    timed: a stored notebook shows the same snapshot on every run."""
+
+    rows: tuple[dict, ...]
+    html: str
+
+    @property
+    def tasks(self) -> int:
+        return len(self.rows)
+
+    @property
+    def reroutes(self) -> int:
+        return sum(len(r["reroutes"]) for r in self.rows)
+
+    def _repr_html_(self) -> str:
+        return (f"<div><small>routing table snapshot: {_counts(list(self.rows))} (it does not change "
+                f"afterwards)</small>{self.html}</div>")
+
+    def __repr__(self) -> str:
+        lines = [f"<routing table snapshot: {_counts(list(self.rows))}>"]
+        for r in self.rows:
+            moves = ", ".join(f"{m['cause']} {m['from']} → {m['to']}" for m in r["reroutes"]) or "no reroute"
+            lines.append(f"  {r['task_id'][:8]}… card {r['card']}, now {r['current']}: {moves}")
+        return "\n".join(lines)
+
+
+def routing_snapshot(requester: Any, *, task_ids: Optional[Iterable[str]] = None) -> RoutingSnapshot:
+    """A static snapshot of ``requester.routing`` (a Requester or a RoutingTable) as it is now."""
+    table = _table_of(requester)
+    wanted = list(task_ids) if task_ids is not None else None
+    return RoutingSnapshot(tuple(_rows_of(table, wanted)), _render(table, wanted, times=False))
+
+
 class RoutingTableView:
     """Per task of ``requester.routing``: card agent, current agent and its reroutes."""
 
@@ -78,23 +180,12 @@ class RoutingTableView:
 
     # -- what is shown ---------------------------------------------------------------------------------
     def _routes(self) -> list:
-        routes = list(self.table.routes.values())
-        if self.task_ids is not None:
-            wanted = set(self.task_ids)
-            routes = [r for r in routes if r.task_id in wanted]
-        return routes
+        return _routes_of(self.table, self.task_ids)
 
     def rows(self) -> list[dict]:
         """One dict per task: ``task_id``, ``card``, ``current`` (agent labels), ``rerouted`` and
         ``reroutes`` (a list of dicts with ``at``, ``time``, ``cause``, ``from``, ``to``, ``detail``)."""
-        history = list(self.table.history)
-        out = []
-        for r in self._routes():
-            moves = [{"at": h.at, "time": clock(h.at), "cause": h.cause, "from": h.from_.label, "to": h.to.label,
-                      "detail": h.detail} for h in history if h.task_id == r.task_id]
-            out.append({"task_id": r.task_id, "card": r.card.label, "current": r.current.label,
-                        "rerouted": r.current != r.card, "reroutes": moves})
-        return out
+        return _rows_of(self.table, self.task_ids)
 
     def signature(self) -> tuple:
         """Changes whenever the table does (what auto refresh compares)."""
@@ -102,36 +193,11 @@ class RoutingTableView:
         return (len(self.table.history), tuple((r.task_id, r.current) for r in routes))
 
     def render(self) -> str:
-        routes = self._routes()
-        if not routes:
-            return "<p><i>no task in the routing table yet</i></p>"
-        history = list(self.table.history)
-        head = "".join(f"<th style='text-align:left'>{h}</th>" for h in
-                       ("task", "card agent", "current agent", "reroutes"))
-        body = []
-        for r in routes:
-            moves = [h for h in history if h.task_id == r.task_id]
-            if moves:
-                inner = "".join(
-                    f"<tr><td style='text-align:left'>{clock(h.at)}</td><td style='text-align:left'>{_cause(h.cause)}"
-                    f"</td><td style='text-align:left'>{_agent(h.from_)}</td><td style='text-align:left'>"
-                    f"{_agent(h.to)}</td><td style='text-align:left'><small>{html.escape(h.detail)}</small></td></tr>"
-                    for h in moves)
-                reroutes = ("<table><thead><tr>" + "".join(
-                    f"<th style='text-align:left'>{h}</th>" for h in ("time", "cause", "from", "to", "detail"))
-                    + f"</tr></thead><tbody>{inner}</tbody></table>")
-            else:
-                reroutes = "<i>no reroute</i>"
-            current = _agent(r.current)
-            if r.current != r.card:
-                current = f"<b>{current}</b>"
-            body.append(
-                f"<tr><td style='text-align:left;vertical-align:top'><code title='{html.escape(r.task_id)}'>"
-                f"{html.escape(r.task_id[:8])}…</code></td>"
-                f"<td style='text-align:left;vertical-align:top'>{_agent(r.card)}</td>"
-                f"<td style='text-align:left;vertical-align:top'>{current}</td>"
-                f"<td style='text-align:left;vertical-align:top'>{reroutes}</td></tr>")
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        return _render(self.table, self.task_ids)
+
+    def snapshot(self) -> RoutingSnapshot:
+        """The table as it is now, as static HTML that never changes (see :func:`routing_snapshot`)."""
+        return routing_snapshot(self.table, task_ids=self.task_ids)
 
     def refresh(self) -> None:
         """Rebuild the view from the routing table (thread-safe)."""

@@ -18,6 +18,7 @@ records and writes them through a buffered file, flushed by ``flush()``, ``wait_
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import secrets
 import threading
@@ -126,6 +127,25 @@ class Recorder:
     @property
     def running(self) -> bool:
         return self.session is not None and not self.session.closed
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator["Recorder"]:
+        """``with rec.paused(): ...``: the recorder stops listening for the block (UNSUBACK awaited,
+        so the broker already counts it out when the block starts) and listens again after it
+        (SUBACK awaited; retained messages are not sent again). Nothing published meanwhile is
+        recorded. While paused it is no subscriber: a QoS 1 publish that nobody else listens to gets
+        PUBACK 16 (No matching subscribers) instead of 0."""
+        session = self.session
+        if session is None or session.closed:
+            yield self
+            return
+        session.unsubscribe(self.filter)
+        try:
+            yield self
+        finally:
+            if not session.closed:
+                session.subscribe(Subscription(self.filter, qos=2, retain_as_published=True, retain_handling=2),
+                                  handler=self._on_message)
 
     def __enter__(self) -> "Recorder":
         return self.start()

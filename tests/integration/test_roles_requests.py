@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
 
 import pytest
 
@@ -171,6 +172,25 @@ def test_timed_out_request_is_resent_with_same_ids_and_new_correlation(broker_ur
     gap = seen[1].received_at - seen[0].received_at
     assert gap >= FAST.reply_first_timeout_s + FAST.backoff_bounds(1)[0] - 0.05, gap
     assert time.time() - t0 < 3
+
+
+def test_on_attempt_reports_each_attempt_as_its_outcome_is_known(broker_url, traffic):
+    agent = uid("flaky")
+    RawResponder(broker_url, agent, answer_on=2)
+    req = Requester(uid("coord"), broker=broker_url, retry=FAST, seed=1)
+    seen: list[tuple[int, Optional[int], str, int]] = []
+    req.on_attempt = lambda a: seen.append((a.number, a.reason_code, a.outcome, len(traffic.requests(agent))))
+    reply = req.send(agent, "please")
+    assert [(n, code, outcome) for n, code, outcome, _ in seen] == [
+        (1, 0, f"no reply within {FAST.reply_first_timeout_s:g} s"), (2, 0, "answered")]
+    assert seen[0][3] == 1, "the first attempt is reported before the second is published"
+    assert [a.outcome for a in reply.attempts] == ["no reply within 0.5 s", "answered"]
+
+    def broken(_attempt) -> None:
+        raise RuntimeError("a printing hook that fails")
+
+    req.on_attempt = broken  # a failing hook is logged; the operation goes on
+    assert req.send(RawResponder(broker_url, uid("once"), answer_on=1).agent, "hi").state == COMPLETED
 
 
 def test_silent_responder_gives_a_timeout_after_max_attempts(broker_url, traffic):

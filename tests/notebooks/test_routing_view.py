@@ -14,9 +14,11 @@ import pytest
 from tests.waiting import wait_until
 
 from a2a_nb.agents import Requester
+from a2a_nb.notebook import RoutingSnapshot as ExportedSnapshot
 from a2a_nb.notebook import RoutingTableView as ExportedView
+from a2a_nb.notebook import routing_snapshot as exported_snapshot
 from a2a_nb.notebook import routing_table_view as exported_factory
-from a2a_nb.notebook.routing_view import RoutingTableView, clock, routing_table_view
+from a2a_nb.notebook.routing_view import RoutingSnapshot, RoutingTableView, clock, routing_snapshot, routing_table_view
 from a2a_nb.notebook.widgets import WIDGET_MIME
 from a2a_nb.protocol import states
 from a2a_nb.protocol.retry import RetryProfile
@@ -47,6 +49,8 @@ def desk_of(broker_url, unit, plan):
 def test_exported_lazily_from_the_notebook_package():
     assert ExportedView is RoutingTableView
     assert exported_factory is routing_table_view
+    assert ExportedSnapshot is RoutingSnapshot
+    assert exported_snapshot is routing_snapshot
 
 
 def test_clock_format():
@@ -238,3 +242,53 @@ def test_mimebundle_without_a_kernel_is_html_only(coordinator):
     assert WIDGET_MIME not in bundle
     assert bundle["text/html"] == view.last_html
     view.close()
+
+
+# -- snapshots: the table as it was, for a lesson's steps ----------------------------------------------
+CLOCK = re.compile(r"\d\d:\d\d:\d\d\.\d{3}")
+
+
+def test_snapshot_keeps_the_table_as_it_was_when_taken():
+    table = RoutingTable()
+    empty = routing_snapshot(table)
+    assert (empty.tasks, empty.reroutes, empty.rows) == (0, 0, ())
+    assert "no task in the routing table yet" in empty._repr_html_()
+    assert repr(empty) == "<routing table snapshot: 0 task(s), 0 reroute(s)>"
+
+    table.start("t-1", Address("acme", "support", agent="ticket-desk"), 1.0)
+    before = routing_snapshot(table)
+    table.observe("t-1", "analyst-1", 2.0)
+    after = routing_snapshot(table)
+    table.observe("t-1", "analyst-2", 3.0)
+
+    assert empty.tasks == 0, "a snapshot never changes with the table"
+    assert (before.tasks, before.reroutes) == (1, 0) and "<i>no reroute</i>" in before.html
+    assert before.rows[0]["current"] == "ticket-desk" and before.rows[0]["rerouted"] is False
+    assert (after.tasks, after.reroutes) == (1, 1)
+    assert after.rows[0]["current"] == "analyst-1" and "analyst-2" not in after.html
+    assert ">handover</span>" in after.html and "a2a-responder-agent-id=analyst-1" in after.html
+    assert "<b><code" in after.html  # routed away from its card agent: in bold
+    assert not CLOCK.search(after.html), "numbered, not timed: the same HTML on every run"
+    assert "<th style='text-align:left'>#</th>" in after.html
+    assert "1 task(s), 1 reroute(s) (it does not change afterwards)" in after._repr_html_()
+    assert repr(after) == ("<routing table snapshot: 1 task(s), 1 reroute(s)>\n"
+                           "  t-1… card ticket-desk, now analyst-1: handover ticket-desk → analyst-1")
+
+
+def test_snapshot_of_a_view_and_of_a_requester(broker_url, unit, coordinator):
+    desk = desk_of(broker_url, unit, "first-reply")
+    try:
+        one = coordinator.stream("ticket-desk", TICKET_TEXT)
+        one.wait()
+        two = coordinator.stream("ticket-desk", TICKET_TEXT)
+        two.wait()
+        whole = routing_snapshot(coordinator)
+        assert [r["task_id"] for r in whole.rows] == [one.task_id, two.task_id] and whole.reroutes == 2
+        view = RoutingTableView(coordinator, task_ids=[two.task_id])
+        mine = view.snapshot()
+        assert [r["task_id"] for r in mine.rows] == [two.task_id]
+        assert one.task_id[:8] not in mine.html
+        assert CLOCK.search(view.html.value) and not CLOCK.search(mine.html)  # the live view keeps its times
+        view.close()
+    finally:
+        desk.stop()

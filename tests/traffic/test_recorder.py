@@ -111,6 +111,27 @@ def test_retained_cards_arrive_at_subscribe_time_and_wait_idle(broker_url, unit)
     assert LazyRecorder is Recorder
 
 
+def test_paused_is_no_subscriber_and_records_nothing(broker_url, unit):
+    """While paused the recorder is counted out by the broker (PUBACK 16 for a topic only it
+    listened to), records nothing, and after the block it records again without the retained
+    messages a fresh subscription would bring."""
+    pub = Session("acme", unit, "desk", broker=broker_url)
+    pub.publish(MqttMessage(f"$a2a/v1/discovery/acme/{unit}/desk", b'{"name":"desk"}', retain=True))
+    topic = f"$a2a/v1/request/acme/{unit}/gone"
+    with Recorder(broker_url, org_filter=scoped(unit)) as rec:
+        assert rec.wait_idle(0.15, timeout=5) == 1  # the retained card
+        assert pub.publish(MqttMessage(topic, b"{}", qos=1)).reason_code == 0  # the recorder listens
+        with rec.paused() as same:
+            assert same is rec
+            assert pub.publish(MqttMessage(topic, b"{}", qos=1)).reason_code == 16
+        assert pub.publish(MqttMessage(topic, b"{}", qos=1)).reason_code == 0
+        rec.wait_idle(0.15, timeout=5)
+        assert [r["topic"] for r in rec.records] == [f"$a2a/v1/discovery/acme/{unit}/desk", topic, topic]
+    with rec.paused():  # stopped: nothing to pause
+        pass
+    pub.publish(MqttMessage(f"$a2a/v1/discovery/acme/{unit}/desk", b"", retain=True))
+
+
 def test_no_message_lost_at_a_high_rate(broker_url, unit, tmp_path):
     n = 3000
     path = tmp_path / "burst.jsonl"
