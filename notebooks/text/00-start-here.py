@@ -30,7 +30,7 @@
 # - how the lessons are organised.
 #
 # ## Time needed
-# About 10 minutes. The notebook itself runs in a few seconds.
+# About 10 minutes. Run All takes under 2 seconds.
 #
 # ## Prerequisites
 # - Python basics (functions, dicts, `print`). No MQTT or A2A knowledge is needed.
@@ -64,35 +64,54 @@ print("broker URL:", endpoint.url)
 # Is it answering? A `Session` is one MQTT v5 client. Its client ID follows the profile's pattern
 # `{org}/{unit}/{agent}`; the story's organisation is `acme`, its unit `support`.
 #
-# We publish with **QoS 1**, so the broker acknowledges every message with a PUBACK that carries a
-# **reason code**. Code 16, *No matching subscribers*, is not an error: the broker took the message
-# but nobody was subscribed to that topic. It is the cheapest hint that nobody is listening.
+# We publish with [QoS 1](glossary.md#QoS-1), so the broker acknowledges every message with a
+# [PUBACK](glossary.md#PUBACK-reason-codes) that carries a **reason code**. Code 16, *No matching
+# subscribers*, is not an error: the broker took the message but nobody was subscribed to that topic.
+# It is the cheapest hint that nobody is listening.
 
 # %%
 from a2a_nb.mqtt import Session
+from a2a_nb.notebook.claims import as_described, said
 from a2a_nb.protocol import MqttMessage
 
 probe = Session("acme", "support", "lesson-00-probe")
 print(probe)
 
 hello = MqttMessage("lessons/00/hello", b"hello, broker", qos=1)
-result = probe.publish(hello)
-print("nobody subscribed:", result.reason_code, result.reason)
+alone = probe.publish(hello)
+print("nobody subscribed:", alone.reason_code, alone.reason)
+
+# %%
+as_described(said("Code 16, No matching subscribers", (alone.reason_code, alone.reason),
+                  (16, "No matching subscribers")))
+
+# %% [markdown]
+# Now the probe subscribes to the topic itself and publishes again: the broker takes the message,
+# answers *Success*, and delivers it back to the probe.
 
 # %%
 probe.subscribe("lessons/00/#")            # a filter: '#' matches any number of levels
-result = probe.publish(hello)
+heard = probe.publish(hello)
 received = probe.receive(timeout=5)
-print("with a subscriber:", result.reason_code, result.reason)
+print("with a subscriber:", heard.reason_code, heard.reason)
 print("received:", received.topic, received.payload)
+
+# %%
+as_described(said("answers Success", heard.reason, "Success"),
+              said("delivers it back to the probe", received.payload, hello.payload))
 
 # %% [markdown]
 # ## Step 2. The cast
 #
-# Four agents appear in the lessons. Every one is an MQTT client with its own client ID. Only agents
-# that want to be found publish an **Agent Card** (lesson 01); the analysts the desk spawns do not:
-# the coordinator learns about them from the replies themselves (a user property named
-# `a2a-responder-agent-id`, lesson 02).
+# The table shows the four agents of the story: the coordinator, the ticket desk, the analyst the
+# desk hands a ticket over to (a [handover](glossary.md#Handover)) and `echo`, a test agent that
+# answers with what it gets. Later lessons add others where they need them (agents that fail on
+# purpose, a pool of analysts, an intruder) and introduce each one there.
+#
+# Every agent is an MQTT client with its own client ID. Only agents that want to be found publish a
+# [retained](glossary.md#Retained-message) [Agent Card](glossary.md#Agent-Card) (lesson 01); the
+# analysts the desk spawns do not: the coordinator learns about them from the replies themselves (a
+# [user property](glossary.md#User-property) named `a2a-responder-agent-id`, lesson 02).
 
 # %%
 import pandas as pd
@@ -113,12 +132,56 @@ cast = pd.DataFrame([
 cast["MQTT client ID"] = [ids.client_id("acme", "support", agent) for agent in cast["agent"]]
 cast
 
+# %%
+as_described(said("the four agents of the story", len(cast), 4))
+
 # %% [markdown]
-# The desk runs at most four analysts at once, `analyst-1` to `analyst-4`, each with its own client
-# ID and no card; it starts one when a ticket needs it and reuses it for the next ticket once it is
-# free. When all four are busy, a new ticket is refused with error -32004 (*responder unavailable*:
-# retry later) before any task exists: a burst of tickets never opens a connection per ticket.
-#
+# Here is the ticket desk, started for real. It runs at most four analysts at once, `analyst-1` to
+# `analyst-4`, each with its own client ID and no card. None is connected yet: the desk connects
+# one when a ticket needs it and reuses it for the next ticket once it is free, so a burst of tickets
+# never opens a connection per ticket.
+
+# %%
+from a2a_nb.story.cast import TicketDesk
+
+desk = TicketDesk()
+print(desk.desk)
+print("analysts:", [slot.name for slot in desk.slots], "| connected now:", desk.analysts_connected)
+
+# %%
+names = [slot.name for slot in desk.slots]
+as_described(said("at most four analysts at once", desk.max_analysts, 4),
+              said("analyst-1 to analyst-4", (names[0], names[-1]), ("analyst-1", "analyst-4")),
+              said("None is connected yet", desk.analysts_connected, 0))
+
+# %% [markdown]
+# When all of them are busy, the desk refuses a new ticket before any task exists, with the JSON-RPC
+# error [-32004](glossary.md#Error-codes) marked `responder_unavailable`: busy, retry later. The
+# same code means something else without that marker: in A2A v1.0, -32004 is *UnsupportedOperation*,
+# e.g. a message to a task that has already ended (lesson 04 shows one). The marker in `error.data`
+# tells them apart. Filling the desk up takes a burst of tickets (the kit's tests do that), so here
+# are both errors, built with `a2a_nb.protocol.errors` and read back with `errors.classify` (nothing
+# is sent):
+
+# %%
+from a2a_nb.protocol import errors
+
+busy = errors.responder_unavailable(f"ticket-desk is working on {desk.max_analysts} tickets, its capacity; retry later")
+ended = errors.unsupported_operation("the task is completed: it takes no more messages")
+two_meanings = pd.DataFrame([
+    {"error": name, "code": e.code, "error.data": e.data, "means": errors.classify(e).name,
+     "retry later?": errors.classify(e).retry_eligible}
+    for name, e in (("busy", busy), ("ended", ended))
+])
+two_meanings
+
+# %%
+as_described(said("-32004", set(two_meanings["code"]), {-32004}),
+              said("marked responder_unavailable: busy, retry later",
+                   (busy.data, errors.classify(busy).retry_eligible), ({"a2a_error": "responder_unavailable"}, True)),
+              said("-32004 is UnsupportedOperation", errors.classify(ended).name, "UnsupportedOperation"))
+
+# %% [markdown]
 # ## Step 3. The topic model
 #
 # The profile puts everything under `$a2a/v1/`, then a **kind**, then `{org}/{unit}` and the agent.
@@ -163,16 +226,23 @@ except ids.InvalidIdentifier as exc:
 # %% [markdown]
 # One MQTT rule surprises everybody once: a filter that starts with a wildcard (`#` or `+`) does
 # **not** match topics that start with `$`. A client subscribed to `#` sees none of the A2A traffic;
-# it must subscribe to `$a2a/#`. The PUBACK reason code shows it on the real broker
+# it must subscribe to `$a2a/#`. The PUBACK reason code shows it on the real broker: *No matching
+# subscribers* while the probe holds only `#`, *Success* once it holds `$a2a/#`
 # (`retain_handling=2` skips messages other lessons left retained on the broker):
 
 # %%
 a2a_topic = topics.event_topic(ORG, UNIT, "lesson-00-probe")
 
 probe.subscribe("#", retain_handling=2)
-print("subscribed to '#':      ", probe.publish(MqttMessage(a2a_topic, b"ping")).reason)
+only_hash = probe.publish(MqttMessage(a2a_topic, b"ping")).reason
+print("subscribed to '#':      ", only_hash)
 probe.subscribe("$a2a/#", retain_handling=2)
-print("subscribed to '$a2a/#': ", probe.publish(MqttMessage(a2a_topic, b"ping")).reason)
+with_a2a = probe.publish(MqttMessage(a2a_topic, b"ping")).reason
+print("subscribed to '$a2a/#': ", with_a2a)
+
+# %%
+as_described(said("No matching subscribers while the probe holds only #", only_hash, "No matching subscribers"),
+              said("Success once it holds $a2a/#", with_a2a, "Success"))
 
 # %% [markdown]
 # ## Step 4. How the lessons work
@@ -184,15 +254,21 @@ print("subscribed to '$a2a/#': ", probe.publish(MqttMessage(a2a_topic, b"ping"))
 # | [02 · Send and track](02-send-and-track.ipynb) | it sends ticket TCK-4821, the analyst asks for reproduction steps (INPUT_REQUIRED), the coordinator answers on the same task and follows it with GetTask to COMPLETED |
 # | [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) | the report arrives event by event, chunk by chunk, assembled by artifactId; binary chunks |
 # | [04 · Input required](04-input-required.ipynb) | the pause for reproduction steps, answered on the same task; a new turn in the same context |
-# | [05 · Handover](05-handover.ipynb) | the desk hands the task to a spawned analyst; the routing table follows `a2a-responder-agent-id`; its three failure cases |
+# | [05 · Handover](05-handover.ipynb) | the desk hands the task to a spawned analyst; the [routing table](glossary.md#Routing-table) follows `a2a-responder-agent-id`; its three failure cases |
 # | [06 · Recovery](06-recovery.ipynb) | timeouts, dropped streams, polling, cancel past the time limit, an unreachable analyst |
 # | [07 · Traffic analysis](07-traffic-analysis.ipynb) | the whole story's recording in pandas, charts, a sequence diagram, profile checks, a step-through player |
 # | [08 · Security](08-security.ipynb) | a secured broker (TLS, a password per agent, ACLs), an intruder with a stolen password, bearer tokens the desk checks, and why both are needed |
 # | [09 · Two bindings, one agent](09-two-bindings.ipynb) | the same TCK-4821 task over MQTT and over HTTP through a bridge: one JSON-RPC body, the official `a2a-sdk` client, what only MQTT gives |
 #
 # Every lesson has the same frame: *What you will learn*, *Time needed*, *Prerequisites*, numbered
-# steps, a *Summary* and *What's next*. Each one starts the agents it needs and stops them at the
-# end, so you can open any lesson on its own and run it top to bottom.
+# steps, a *Summary* and *What's next*; lessons 01-09 end with a step *Your turn*: short exercises
+# with a check that tells you whether your answer is right. Each lesson starts the agents it needs,
+# so you can open any lesson on its own and run it top to bottom. A lesson with a widget to play with
+# (lessons 01 and 02) keeps its agents running after *Run All* and defines `clean_up()` in its last
+# step, for you to call when you are done; the others stop their agents in their last cell.
+#
+# Words in links, such as [QoS 1](glossary.md#QoS-1), open the [glossary](glossary.md) at their
+# entry: one short page with every term the lessons use and the lesson that shows it.
 #
 # The whole story, as the walkthrough tells it (the lessons follow it step by step):
 #
@@ -219,11 +295,13 @@ print("subscribed to '$a2a/#': ", probe.publish(MqttMessage(a2a_topic, b"ping"))
 #
 # ## Step 5. Clean up
 #
-# `a2a_nb.stop_all()` disconnects every MQTT client this kernel opened. Each lesson ends with it.
+# `a2a_nb.stop_all()` disconnects every MQTT client this kernel opened: here the probe and the desk
+# (which first marks its card offline). Every lesson's clean-up ends with it.
 
 # %%
 closed = a2a_nb.stop_all()
 print(f"closed {closed} MQTT session(s)")
+as_described(said("here the probe and the desk", closed, 2))
 
 # %% [markdown]
 # ## Summary
@@ -231,6 +309,8 @@ print(f"closed {closed} MQTT session(s)")
 #   gives its URL.
 # - Every agent is an MQTT v5 client with client ID `{org}/{unit}/{agent}`; QoS 1 publishes return
 #   a reason code (16 = nobody subscribed).
+# - The desk runs at most four analysts; a ticket beyond that is refused with -32004
+#   `responder_unavailable`, and the same code without that marker is A2A's UnsupportedOperation.
 # - A2A over MQTT uses `$a2a/v1/{discovery|request|reply|event}/{org}/{unit}/...`; the builders in
 #   `a2a_nb.protocol.topics` make and check these names without sending anything.
 # - `#` does not match `$a2a/...`: subscribe to `$a2a/#` explicitly.

@@ -1,0 +1,123 @@
+"""Lesson 01's exercises: pick agents by skill tag and presence, and read who said a card is offline.
+
+Both checks read the learner's ``Discovery``: what is right is computed from the cards it holds
+now (their skills, tags, ``a2a-status`` and ``a2a-status-source``), never from names written here.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Optional
+
+from ...agents.discovery import AgentEntry, Discovery
+from ...protocol import properties
+from . import Feedback, not_yet, right, unanswered
+
+FIND_ONLINE = "Find the agents that can take the ticket now"
+CRASH_SOURCE = "Who said the backup desk is offline?"
+
+
+def _tags(entry: AgentEntry) -> set[str]:
+    """Every tag of every skill on the entry's card."""
+    found: set[str] = set()
+    for skill in entry.card.get("skills", []):
+        if isinstance(skill, dict):
+            found.update(t for t in skill.get("tags", []) if isinstance(t, str))
+    return found
+
+
+def _names(answer: Any) -> Optional[list[str]]:
+    """The agent names in an answer: a list of entries (what ``Discovery.find`` returns), of names,
+    or one of either; None when it is neither."""
+    if isinstance(answer, (str, AgentEntry)):
+        answer = [answer]
+    if not isinstance(answer, Iterable) or isinstance(answer, (bytes, dict)):
+        return None
+    names = []
+    for item in answer:
+        if isinstance(item, AgentEntry):
+            names.append(item.agent)
+        elif isinstance(item, str):
+            names.append(item)
+        else:
+            return None
+    return names
+
+
+def online_with_tag(answer: Any, discovery: Discovery, tag: str) -> Feedback:
+    """Right when ``answer`` names exactly the agents whose card has a skill tagged ``tag`` and says
+    ``online`` (as ``discovery`` holds them now)."""
+    blank = unanswered(FIND_ONLINE, answer)
+    if blank is not None:
+        return blank
+    names = _names(answer)
+    if names is None:
+        return not_yet(FIND_ONLINE, f"expected what disco.find(...) returns (a list of entries) or a list of agent "
+                                    f"names, got {type(answer).__name__}")
+    entries: dict[str, AgentEntry] = {}
+    for agent in discovery.agents():
+        entry = discovery.get(agent)
+        if entry is not None:  # not removed since agents() listed it
+            entries[agent] = entry
+    unknown = sorted(n for n in set(names) if n not in entries)
+    if unknown:
+        return not_yet(FIND_ONLINE, f"the discovery holds no card of {', '.join(unknown)}: take the agents from "
+                                    "disco.find(...)")
+    chosen = {n: entries[n] for n in set(names)}
+    untagged = sorted(n for n, e in chosen.items() if tag not in _tags(e))
+    if untagged:
+        return not_yet(FIND_ONLINE, f"{', '.join(untagged)}: no skill on the card is tagged {tag!r}; "
+                                    "find can select by tag (tags=[...])")
+    offline = sorted(n for n, e in chosen.items() if not e.online)
+    if offline:
+        return not_yet(FIND_ONLINE, f"{', '.join(offline)} carries the tag, but its card says "
+                                    f"{chosen[offline[0]].status}: the coordinator needs agents that are up now. "
+                                    "find has a parameter for that")
+    wanted = {n for n, e in entries.items() if e.online and tag in _tags(e)}
+    if not wanted:
+        return not_yet(FIND_ONLINE, f"no online card has a skill tagged {tag!r} right now: run the lesson's cells "
+                                    "from the top (the desk must be running), then try again")
+    if len(names) != len(set(names)):
+        return not_yet(FIND_ONLINE, "an agent appears twice in your answer: each agent once")
+    if set(names) < wanted:
+        return not_yet(FIND_ONLINE, f"{len(wanted - set(names))} online agent(s) with a skill tagged {tag!r} "
+                                    "missing: did you spell the tag as the cards do?")
+    left_out = sorted(n for n, e in entries.items() if not e.online and tag in _tags(e))
+    return right(FIND_ONLINE, f"{', '.join(sorted(wanted))}: online, with a skill tagged {tag!r}"
+                              + (f"; {', '.join(left_out)} has the tag too, but is offline" if left_out else ""))
+
+
+def crashed_source(answer: Any, discovery: Discovery, agent: str) -> Feedback:
+    """Right when ``answer`` is the ``a2a-status-source`` that the card of ``agent`` (offline after
+    a crash) carries in ``discovery``."""
+    blank = unanswered(CRASH_SOURCE, answer)
+    if blank is not None:
+        return blank
+    entry = discovery.get(agent)
+    if entry is None:
+        return not_yet(CRASH_SOURCE, f"the discovery holds no card of {agent}: run the cell that starts and "
+                                     "crashes it first")
+    if isinstance(answer, AgentEntry):
+        return not_yet(CRASH_SOURCE, "that is the whole entry: answer with the one value it holds for "
+                                     "a2a-status-source (a string)")
+    if not isinstance(answer, str):
+        return not_yet(CRASH_SOURCE, f"answer with the value of a2a-status-source, a string; got "
+                                     f"{type(answer).__name__}")
+    said = answer.strip().lower()
+    if entry.online:
+        return not_yet(CRASH_SOURCE, f"{agent}'s card says online now: run the cell that crashes it again")
+    if said == (entry.status_source or "").lower():
+        return right(CRASH_SOURCE, f"{agent} crashed without a goodbye, so its card's a2a-status-source is "
+                                   f"{entry.status_source!r}: the broker published the offline card the agent "
+                                   "left with it when it connected (its last will)")
+    if said in (properties.ONLINE, properties.OFFLINE):
+        return not_yet(CRASH_SOURCE, f"{answer!r} is an a2a-status value (what the card says); the question is "
+                                     "a2a-status-source: who said it")
+    if said == properties.SOURCE_AGENT:
+        return not_yet(CRASH_SOURCE, f"{answer!r} is what an agent's own goodbye says (a graceful stop()); "
+                                     f"{agent} crashed and said nothing: who published its offline card?")
+    if said == properties.SOURCE_BROKER:
+        return not_yet(CRASH_SOURCE, f"{answer!r} marks a status the broker manages by itself, which Mosquitto "
+                                     "does not do; a crashed agent's offline card is one it left with the broker "
+                                     f"in advance. Look at the status source of disco.get({agent!r})")
+    return not_yet(CRASH_SOURCE, f"{answer!r} is not what the card says: read the status source of "
+                                 f"disco.get({agent!r})")
