@@ -22,29 +22,31 @@
 # task ending, the answer sent on the same task, and then a second task in the same conversation.
 #
 # ## What you will learn
-# - `INPUT_REQUIRED` is **stream-final but not terminal**: the stream for that Correlation Data ends,
-#   the task waits;
+# - `INPUT_REQUIRED` is **stream-final but not terminal**: the stream for that
+#   [Correlation Data](glossary.md#Correlation-Data) ends, the task waits;
 # - what the requester drops (the in-flight Correlation Data) and what it keeps (Task.id, contextId,
 #   route);
 # - continuing the task: a **new messageId**, the **same Task.id and contextId**, **fresh Correlation
 #   Data**, shown side by side as they crossed the broker;
 # - the task's history after the pause;
 # - a new turn in the same conversation: **new Task.id, same contextId**; `ListTasks` by context;
-# - what an agent answers when you write to a finished task, or mix up contexts.
+# - what an agent answers when you write to a finished task, or mix up contexts, and how to tell
+#   A2A's error [-32004](glossary.md#Error-codes) from the profile's error with the same number;
+# - continuing a waiting task yourself (the exercises at the end).
 #
 # ## Time needed
-# About 15 minutes. The notebook runs in a few seconds.
+# About 20 minutes. Run All takes about 2 seconds.
 #
 # ## Prerequisites
-# - [02 · Send and track](02-send-and-track.ipynb) (identifiers, task states) and
+# - [02 · Send and track](02-send-and-track.ipynb) (identifiers, [task states](glossary.md#Task-states)) and
 #   [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) (stream events, the report).
 
 # %% [markdown]
 # ## Step 1. The agents, and a tap on the request topics
 #
-# The desk works without handover again (`handover="none"`). Next to the coordinator we start a
-# **tap**: a plain MQTT client subscribed to every request topic of `acme/support`, so we can look
-# at what the coordinator really published. It is an ordinary subscriber; the agents do not know it
+# The desk works without [handover](glossary.md#Handover) again (`handover="none"`). Next to the
+# coordinator we start a **tap**: a plain MQTT client subscribed to every request topic of
+# `acme/support`, so we can look at what the coordinator really published. It is an ordinary subscriber; the agents do not know it
 # is there (a filter starting with `$a2a/` is needed: `#` alone would not match `$` topics).
 
 # %%
@@ -79,7 +81,7 @@ def tapped():
                      "messageId": message.get("messageId", ""),
                      "Task.id": message.get("taskId") or params.get("id"),
                      "contextId": message.get("contextId", ""),
-                     "Correlation Data": m.correlation_data.hex()[:16] + "…"})
+                     "Correlation Data": m.correlation_data.decode()[:16] + "…"})
     return rows
 
 print(tap.client_id, "listens on $a2a/v1/request/acme/support/#")
@@ -129,8 +131,18 @@ for _ in range(100):                      # wait (at most 1 s) for the coordinat
     time.sleep(0.01)
 print("late item ignored:", coordinator.stats.ignored_unknown_correlation - before == 1)
 
+from a2a_nb.notebook.claims import as_described, said
+
+as_described(
+    said("at input-required the requester cleans up the in-flight state", states.short_name(stream.state),
+         "input-required"),
+    said("anything still arriving with the old one is a protocol error and is ignored",
+         coordinator.stats.ignored_unknown_correlation - before, 1),
+)
+
 # %% [markdown]
-# What it keeps is everything it needs to continue: the task's identity and where to send it.
+# What it keeps is everything it needs to continue: the task's identity and where to send it (the
+# task's entry in its [routing table](glossary.md#Routing-table)).
 
 # %%
 print("Task.id:   ", stream.task_id)
@@ -159,12 +171,17 @@ side["same?"] = [m1[key] == m2[key] for key in side.index]
 side
 
 # %% [markdown]
-# Four identifiers, four lifetimes: the **Correlation Data** is one request/reply exchange, the
-# **messageId** one message, the **Task.id** the task's whole life, the **contextId** the
+# Each identifier lives as long as one thing: the **Correlation Data** one request/reply exchange,
+# the **messageId** one message, the **Task.id** the task's whole life, the **contextId** the
 # conversation (many tasks). Exactly two changed: the messageId (new input) and the Correlation Data
 # (a new exchange). That is the rule for continuing an interrupted task (Multi-Turn Conversation
 # Patterns, pattern 3).
-#
+
+# %%
+as_described(said("Exactly two changed: the messageId (new input) and the Correlation Data",
+                  list(side.index[~side["same?"]]), ["messageId", "Correlation Data"]))
+
+# %% [markdown]
 # ## Step 5. The task completes
 #
 # The second stream went from `working` to `completed`, with the report in between:
@@ -174,16 +191,23 @@ print("state:      ", states.short_name(answer.state))
 print("artifacts:  ", [a["artifactId"] for a in answer.view.artifacts.as_list()])
 print("conclusion: ", answer.view.status_text[:120] + "…")
 
+as_described(said("The second stream went from working to completed",
+                  (states.short_name(answer.events[0].state), states.short_name(answer.events[-1].state)),
+                  ("working", "completed")))
+
 # %% [markdown]
 # The task's history keeps the whole exchange, in order: the coordinator's two messages and every
 # message the agent attached to a status (its progress notes, its question and its conclusion).
 
 # %%
 task = coordinator.get_task(stream.task_id)
-pd.DataFrame([
+history = pd.DataFrame([
     {"role": m["role"], "messageId": m["messageId"], "text": messages.text_of(m)[:80]}
     for m in task["history"]
 ])
+as_described(said("the coordinator's two messages", list(history[history["role"] == "ROLE_USER"]["messageId"]),
+                  ["coord-tck4821-m-1", "coord-tck4821-m-2"]))
+history
 
 # %% [markdown]
 # ## Step 6. A new turn in the same conversation
@@ -222,18 +246,41 @@ pd.DataFrame([
 # %% [markdown]
 # ## Step 7. What the agent refuses
 #
-# Two mistakes the agent turns into JSON-RPC errors on the reply path. Writing to a **finished**
-# task (a terminal task cannot restart: start a new one in the same context instead):
+# The agent turns some mistakes into JSON-RPC errors on the reply path. The first: writing to a
+# **finished** task. A terminal task cannot restart (start a new one in the same context instead), so
+# the agent answers with error [-32004](glossary.md#Error-codes).
+#
+# Look twice at that number. Lesson 00 met -32004 as `responder_unavailable`: the profile's transport
+# error, "busy, retry later". The profile reuses three of A2A's error numbers for its own errors and
+# marks each of those with `a2a_error` in `error.data`; without that marker, -32004 is A2A's own
+# *UnsupportedOperation*, and retrying the same message will never help. The cell prints which one
+# this is:
 
 # %%
 try:
     coordinator.continue_task(stream, "one more thing about TCK-4821", message_id="coord-tck4821-m-4")
 except A2AError as err:
-    print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
+    refused = err
+kind = errors.classify(refused)
+print(f"error {refused.code}: {refused.message}")
+print("error.data:                     ", refused.data)
+print("a2a_error marker in error.data: ", isinstance(refused.data, dict) and "a2a_error" in refused.data)
+print("so it means:                    ", kind.name, "| retry later?", kind.retry_eligible)
+
+# %%
+as_described(
+    said("the agent answers with error -32004", refused.code, -32004),
+    said("without that marker, -32004 is A2A's own UnsupportedOperation",
+         (isinstance(refused.data, dict) and "a2a_error" in refused.data, kind.name), (False, "UnsupportedOperation")),
+    said("retrying the same message will never help", kind.retry_eligible, False),
+    said("The profile reuses three of A2A's error numbers", sorted(errors.BINDING_NAMES), [-32005, -32004, -32003]),
+)
 
 # %% [markdown]
-# And a message that names a task with a **different contextId** than the one the task was created
-# in: error `-32602` (invalid params), as the profile demands (Context Identifier Semantics 6).
+# Its `error.data` is A2A's own detail instead: an `ErrorInfo` whose `reason` names the error. The
+# second mistake: a message that names a task with a **different contextId** than the one the task
+# was created in. That is error `-32602` (invalid params), as the profile demands (Context Identifier
+# Semantics 6).
 
 # %%
 mixed_up = coordinator.new_message("about TCK-4821", task_id=recheck.task_id, context_id="ctx-tck9999",
@@ -241,10 +288,60 @@ mixed_up = coordinator.new_message("about TCK-4821", task_id=recheck.task_id, co
 try:
     coordinator.send(None, message=mixed_up)
 except A2AError as err:
-    print(f"error {err.code} ({errors.classify(err).name}): {err.message}")
+    mixed_error = err
+print(f"error {mixed_error.code} ({errors.classify(mixed_error).name}): {mixed_error.message}")
+
+as_described(
+    said("an ErrorInfo whose reason names the error", refused.data[0]["reason"], "UNSUPPORTED_OPERATION"),
+    said("That is error -32602 (invalid params)", (mixed_error.code, errors.classify(mixed_error).name),
+         (-32602, "InvalidParams")),
+)
 
 # %% [markdown]
-# ## Step 8. Clean up
+# ## Step 8. Your turn
+#
+# **Exercise 1: continue the task.** The cell below starts one more turn of the ticket (a new task in
+# the same context, without the reproduction steps): the analyst asks for them, and the stream
+# `question` ends at input-required. Replace the `...` with the message that answers it: built with
+# `coordinator.new_message(...)`, with the identifiers step 4 says a continuation needs. The check
+# looks at its identifiers, then sends it and reports how the task ends. (Each run of the cell starts
+# a fresh task.)
+
+# %%
+from a2a_nb.notebook.exercises import lesson04
+
+question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
+question.wait()
+continuation = ...   # your answer: coordinator.new_message(REPRO_TEXT, ...) for question's task
+lesson04.continues_the_task(continuation, question, coordinator)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
+question.wait()
+continuation = coordinator.new_message(REPRO_TEXT, task_id=question.task_id, context_id=question.view.context_id,
+                                       message_id="coord-tck4821-m-7")
+lesson04.continues_the_task(continuation, question, coordinator)
+
+# %% [markdown]
+# **Exercise 2: which -32004?** The re-check of step 6 (`recheck`) has finished too. What does the
+# agent answer to one more message on it? Give the error's code, and `True` if it is the profile's
+# transport error (the `a2a_error` marker is in `error.data`) or `False` if it is A2A's own error.
+# The check sends such a message and compares.
+
+# %%
+code = ...             # your answer: the error code, an int
+profile_error = ...    # your answer: True or False
+lesson04.finished_task_error(code, profile_error, recheck, coordinator)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+code = refused.code
+profile_error = errors.classify(refused).binding
+lesson04.finished_task_error(code, profile_error, recheck, coordinator)
+
+# %% [markdown]
+# ## Step 9. Clean up
 
 # %%
 tap.close()
@@ -260,8 +357,9 @@ print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
 # - The task's history records both user messages and the agent's notes, question and conclusion.
 # - A new turn in a conversation is a **new task in the same context**; `ListTasks` finds a
 #   context's tasks.
-# - A terminal task refuses new messages (`-32004` UnsupportedOperation); a contextId that does not
-#   match the task's is `-32602`.
+# - A terminal task refuses new messages with `-32004` *UnsupportedOperation*: A2A's error, no
+#   `a2a_error` marker, not worth a retry (the marked `-32004` is the profile's `responder_unavailable`);
+#   a contextId that does not match the task's is `-32602`.
 #
 # ## What's next
 # [05 · Handover](05-handover.ipynb): the desk hands the ticket to an analyst instance of its own,
