@@ -93,8 +93,9 @@ as_described(
 )
 
 # %% [markdown]
-# The payload is an A2A v1.0 `AgentCard`. Its only interface is MQTT: `supportedInterfaces[0].url`
-# is the desk's request topic, where requests must be published.
+# The payload is an A2A v1.0 `AgentCard`. Its only interface is MQTT (its `protocolBinding` names the
+# A2A over MQTT profile): `supportedInterfaces[0].url` is the desk's request topic, where requests
+# must be published.
 
 # %%
 desk_card = card_message.json()
@@ -102,8 +103,8 @@ print(json.dumps(desk_card, indent=2))
 
 # %%
 as_described(
-    said("Its only interface is MQTT", [i["url"].split("/")[0] for i in desk_card["supportedInterfaces"]],
-         ["$a2a"]),
+    said("Its only interface is MQTT", [cards.is_mqtt_binding(i["protocolBinding"])
+                                        for i in desk_card["supportedInterfaces"]], [True]),
     said("supportedInterfaces[0].url is the desk's request topic", desk_card["supportedInterfaces"][0]["url"],
          desk.desk.request_topic),
 )
