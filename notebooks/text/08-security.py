@@ -24,25 +24,30 @@
 # on a Mosquitto of its own and tries to get past each of them.
 #
 # ## What you will learn
-# - why logging in to the broker and carrying a bearer token on each request are two separate
-#   checks, and why the profile asks for both;
+# - why logging in to the broker and carrying a [bearer token](glossary.md#Bearer-token) on each
+#   request are two separate checks, and why the profile asks for both;
 # - a secured Mosquitto: a TLS listener with a generated CA, one password per agent, and topic rights
 #   (ACL) derived from each agent's identity;
 # - what an intruder holding another agent's valid password can and cannot do;
-# - how the desk's Agent Card asks for a token: `securitySchemes` and `securityRequirements` with
-#   OAuth scopes;
-# - the token's trip: issued as a JWT, sent in the user property `a2a-authorization` over TLS,
-#   checked by the desk (signature, `exp`, `iss`, `aud`, scopes) before any processing, and
-#   refused with an error that says which check failed;
+# - how the desk's [Agent Card](glossary.md#Agent-Card) asks for a token: `securitySchemes` and
+#   `securityRequirements` with OAuth scopes;
+# - the token's trip: issued as a JWT, sent in the [user property](glossary.md#User-property)
+#   `a2a-authorization` over TLS, checked by the desk (signature, `exp`, `iss`, `aud`, scopes)
+#   before any processing, and refused with an error that says which check failed;
+# - how to tell who refused you: the broker (a [CONNACK](glossary.md#CONNACK-reason-codes) or
+#   [PUBACK](glossary.md#PUBACK-reason-codes) reason code), the desk (a JSON-RPC error), or the kit
+#   itself, before anything was sent;
 # - two rules about the token itself: it never travels over plain MQTT, and it never comes back in
 #   a reply (a recording shows it as `[redacted]`).
 #
 # ## Time needed
-# About 20 minutes. The notebook runs in a few seconds.
+# About 25 minutes. Run All takes about 9 seconds: the conformance probe of step 10 takes most of
+# them (it waits on purpose where the right answer is silence), and prints its progress as it goes.
 #
 # ## Prerequisites
 # - [01 · Discovery](01-discovery.ipynb): Agent Cards, and the security fields of a card.
-# - [02 · Send and track](02-send-and-track.ipynb): requests, replies and Correlation Data.
+# - [02 · Send and track](02-send-and-track.ipynb): requests, replies and
+#   [Correlation Data](glossary.md#Correlation-Data).
 # - Helpful, not required: TLS encrypts a connection and proves the server's identity with a
 #   certificate signed by a certificate authority (CA) the client trusts; a JWT is a signed JSON
 #   document (header, claims, signature) that anyone holding the signer's public key can check.
@@ -57,7 +62,7 @@
 # | what proves it | username and password over TLS (or a client certificate) | a JWT signed by an authorization server the desk trusts |
 # | what it says | "this connection is the coordinator" | "the coordinator may analyse tickets at the desk, for the next 5 minutes" |
 # | who grants it | the broker's administrator (password file, ACL) | the authorization server (OAuth 2.0 / OIDC), out of band |
-# | failure looks like | CONNACK or PUBACK 135 *Not authorized*, or nothing delivered | a JSON-RPC error reply: `UNAUTHENTICATED` or `PERMISSION_DENIED` |
+# | failure looks like | [CONNACK](glossary.md#CONNACK-reason-codes) or [PUBACK](glossary.md#PUBACK-reason-codes) 135 *Not authorized*, or nothing delivered | a JSON-RPC error reply: `UNAUTHENTICATED` or `PERMISSION_DENIED` |
 #
 # The profile (*OAuth 2.0 and OIDC over MQTT User Properties*, rule 3) says broker authentication
 # **must not** be treated as a replacement for the token. The broker knows *who is connected*; it
@@ -80,6 +85,7 @@ from a2a_nb.agents.discovery import Discovery
 from a2a_nb.mqtt import Session
 from a2a_nb.mqtt.secure import SecureBroker
 from a2a_nb.mqtt.session import SessionError
+from a2a_nb.notebook.claims import as_described, said
 from a2a_nb.protocol import IdSource, MqttMessage, cards, encode_json, errors, jsonrpc, properties, states, topics
 from a2a_nb.protocol.errors import A2AError
 from a2a_nb.protocol.retry import RetryProfile
@@ -129,7 +135,7 @@ print(broker.files["acl"].read_text())
 #   (`$a2a/v1/reply/%u/#`): nobody else gets your requests, replies, or the tokens in them;
 # - **write** only your *own* card (`$a2a/v1/discovery/%u`); read everybody's cards;
 # - **write** any request topic and any reply topic: every agent must be able to ask every agent,
-#   and a responder must be able to answer any Response Topic it is given;
+#   and a responder must be able to answer any [Response Topic](glossary.md#Response-Topic) it is given;
 # - the observer (`recorder`) may read everything, and publish nothing beyond what every agent may.
 #
 # The password file holds hashes only: the passwords themselves stay with the `SecureBroker` object
@@ -143,16 +149,66 @@ print("the coordinator's password is in it:", coordinator_login.password in stor
 print("the coordinator connects as:", coordinator_login.username, "| TLS:", coordinator_login.tls)
 
 # %% [markdown]
-# The front door. A client without a password, and one with a wrong password, are refused with
-# CONNACK reason code 135 *Not authorized*:
+# The front door. Two clients try to connect, and both get as far as the broker: one without a
+# password, one with the coordinator's username and a guessed password. MQTT v5 has two CONNACK
+# reason codes for a refused login, 134 *Bad user name or password* and 135 *Not authorized*.
+# Mosquitto 2.0.11 sends 135 to both: it does not tell a stranger which half of the login was wrong.
+# A `SessionError` keeps the broker's code in `reason_code`, and the broker's log counts the attempts:
 
 # %%
-for who, endpoint in [("no password", broker.endpoint),
-                      ("a wrong password", coordinator_login.with_credentials(coordinator_login.username, "guess"))]:
+from paho.mqtt.packettypes import PacketTypes     # the MQTT v5 tables of reason codes, to name a code
+from paho.mqtt.reasoncodes import ReasonCode
+
+def connack_name(code):
+    return ReasonCode(PacketTypes.CONNACK, identifier=code).getName()
+
+def attempts_logged():
+    return broker.log_text().count("New connection from")   # one line per connection the broker accepts
+
+wrong_password = coordinator_login.with_credentials(coordinator_login.username, "guess")
+before = attempts_logged()
+front_door = {}
+for who, agent, endpoint in [("no password", "visitor", broker.endpoint),
+                             ("a wrong password", "coordinator", wrong_password)]:
     try:
-        Session("acme", "support", "visitor", broker=endpoint)
+        Session("acme", "support", agent, broker=endpoint)
     except SessionError as exc:
-        print(f"{who:17} -> refused:", str(exc).split(": ")[-1])
+        front_door[who] = exc
+        print(f"{who:17} -> refused by the broker: CONNACK {exc.reason_code} {connack_name(exc.reason_code)}")
+broker_saw = attempts_logged() - before
+print("connection attempts in the broker's log:", broker_saw)
+
+# %%
+as_described(
+    said("Two clients try to connect", len(front_door), 2),
+    said("134 Bad user name or password", connack_name(134), "Bad user name or password"),
+    said("135 Not authorized", connack_name(135), "Not authorized"),
+    said("Mosquitto 2.0.11 sends 135 to both", sorted(e.reason_code for e in front_door.values()), [135, 135]),
+    said("the broker's log counts the attempts", broker_saw, len(front_door)),
+)
+
+# %% [markdown]
+# A third refusal comes from the kit, before any packet leaves. This broker renames every client
+# after its login (`use_username_as_clientid`), so a program that logs in with the coordinator's
+# password but calls itself `visitor` would be connected as the coordinator, with the coordinator's
+# rights, and nothing addressed to `visitor` would ever reach it. `Session` stops that mix-up at
+# once and says why. No broker answered, so the error has no reason code (`reason_code` is None), and
+# the broker's log counts no new attempt:
+
+# %%
+before = attempts_logged()
+try:
+    Session("acme", "support", "visitor", broker=coordinator_login)
+except SessionError as exc:
+    kit_refusal = exc
+    print("refused by the kit:", exc)
+print("reason code:", kit_refusal.reason_code, "| new attempts in the broker's log:", attempts_logged() - before)
+
+# %%
+as_described(
+    said("reason_code is None", kit_refusal.reason_code, None),
+    said("the broker's log counts no new attempt", attempts_logged() - before, 0),
+)
 
 # %% [markdown]
 # Before anything else happens, the recorder (with the observer account) starts listening to all of
@@ -183,6 +239,13 @@ card = cards.agent_card(
     security_requirements=[cards.requirement("acme-oauth", ["tickets.analyze"])],
 )
 print(json.dumps({k: card[k] for k in ("securitySchemes", "securityRequirements")}, indent=2))
+
+# %%
+as_described(
+    said("The desk's card is lesson 01's card", all(card[k] == v for k, v in plain_card.items()), True),
+    said("plus two fields", sorted(set(card) - set(plain_card)), ["securityRequirements", "securitySchemes"]),
+    said("holding the scope tickets.analyze", [sorted(s) for s in required_scopes_from_card(card)], [["tickets.analyze"]]),
+)
 
 # %% [markdown]
 # The desk turns its own card into its token policy: `BearerPolicy.from_card` takes the required
@@ -235,6 +298,22 @@ print("parts:  ", token.count(".") + 1)
 print("header: ", jwt.get_unverified_header(token))
 print("claims: ", {k: v for k, v in claims.items() if k not in ("iat", "exp", "jti")})
 print("valid for", claims["exp"] - claims["iat"], "s after iat; jti (a unique token id):", len(claims["jti"]), "hex digits")
+
+# %%
+import base64
+
+def readable(part):
+    """A part of the token decoded as JSON, or None (the signature is bytes, not JSON)."""
+    try:
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except ValueError:
+        return None
+
+parts = token.split(".")
+as_described(
+    said("three base64url parts", len(parts), 3),
+    said("Anyone can read the first two", [readable(part) is not None for part in parts], [True, True, False]),
+)
 
 # %% [markdown]
 # On the wire it is one MQTT v5 user property on each request (rule 2). The value is a secret: in
@@ -289,7 +368,7 @@ print("the desk's handler ran", desk.stats.executions, "time(s) in all: not for 
 # %% [markdown]
 # **She listens.** She subscribes to everything she can think of: all of `$a2a/#`, the coordinator's
 # reply topics, the desk's request topic (where the tokens travel). Mosquitto *acknowledges* each
-# SUBSCRIBE (granted QoS 1); the ACL is applied at delivery time, message by message. Then the
+# SUBSCRIBE (granted [QoS 1](glossary.md#QoS-1)); the ACL is applied at delivery time, message by message. Then the
 # coordinator sends another request, and we compare what she got with what the observer account
 # recorded at the same time.
 
@@ -307,9 +386,18 @@ print("the observer recorded:", [topics.parse_topic(r["topic"]).kind for r in re
 print("Mallory received:     ", [(m.topic, "retained" if m.retain else "live") for m in overheard])
 
 # %% [markdown]
-# All she got is the desk's retained card, which is public: every agent may read every card. The
-# request (with its token) and the reply never reached her.
-#
+# All she got is the desk's [retained](glossary.md#Retained-message) card, which is public: every
+# agent may read every card. The request (with its token) and the reply never reached her.
+
+# %%
+as_described(
+    said("All she got is the desk's retained card",
+         [(m.topic, m.retain) for m in overheard], [(topics.discovery_topic("acme", "support", "ticket-desk"), True)]),
+    said("The request (with its token) and the reply never reached her",
+         [topics.parse_topic(m.topic).kind for m in overheard if topics.parse_topic(m.topic).kind != "discovery"], []),
+)
+
+# %% [markdown]
 # **She fakes the desk's card.** A card saying "Ticket desk" that points elsewhere would lure
 # requesters (and their tokens) to her. She publishes one, retained, on the desk's discovery topic,
 # and then tries to delete the real one with an empty retained message:
@@ -322,9 +410,10 @@ attempts = {
                              user_properties=properties.presence_properties("online", "agent")),
     "delete card": MqttMessage(desk_topic, b"", retain=True),
 }
+acks = {}
 for what, message in attempts.items():
-    ack = mallory.session.publish(message)
-    print(f"{what:12} -> PUBACK {ack.reason_code} {ack.reason}")
+    acks[what] = mallory.session.publish(message)
+    print(f"{what:12} -> PUBACK {acks[what].reason_code} {acks[what].reason}")
 
 disco.close()                      # a fresh discovery reads the retained card again
 disco = Discovery(agent="discovery", broker=broker.credentials("discovery"))
@@ -332,6 +421,17 @@ entry = disco.wait_for("ticket-desk", status="online")
 print()
 print("the desk's card on the broker:", repr(entry.card["description"][:45] + "..."))
 print("unchanged:", entry.card == card)
+
+# %% [markdown]
+# The broker refused both with [PUBACK](glossary.md#PUBACK-reason-codes) 135 *Not authorized*: the
+# ACL lets each agent write only its own card. The desk's card is unchanged.
+
+# %%
+as_described(
+    said("The broker refused both with PUBACK 135 Not authorized",
+         [(ack.reason_code, ack.reason) for ack in acks.values()], [(135, "Not authorized")] * 2),
+    said("The desk's card is unchanged", entry.card == card, True),
+)
 
 # %% [markdown]
 # **She turns the desk against its own card.** The desk answers every request on the request's
@@ -349,16 +449,29 @@ desk_log = logging.getLogger("a2a_nb.agents.responder")
 desk_log.addHandler(logging.StreamHandler(sys.stdout))
 desk_log.propagate = False
 
-dropped_before = desk.stats.dropped
+import time
+
+dropped_before, checked_before = desk.stats.dropped, policy.checked
 mallory.session.publish(MqttMessage(topics.request_topic("acme", "support", "ticket-desk"),
                                     encode_json(jsonrpc.request(jsonrpc.GET_TASK, {"id": reply.task_id}, "m-1")),
                                     response_topic=desk_topic, correlation_data=b"reflect"))
+for _ in range(200):                   # the desk reads requests on a thread of its own: give it up to 2 s
+    if desk.stats.dropped > dropped_before:
+        break
+    time.sleep(0.01)
 disco.close()
 disco = Discovery(agent="discovery", broker=broker.credentials("discovery"))
 entry = disco.wait_for("ticket-desk", status="online")
 print("requests the desk dropped:", desk.stats.dropped - dropped_before)
+print("tokens it checked meanwhile:", policy.checked - checked_before)
 print("its card is still the card:", entry.card == card)
 
+# %%
+as_described(
+    said("drops any other request unanswered", desk.stats.dropped - dropped_before, 1),
+    said("before the token check", policy.checked - checked_before, 0),
+    said("The desk does not", entry.card == card, True),
+)
 
 # %% [markdown]
 # What a stolen password *does* give her: echo's own rights. She can publish a card for echo, read
@@ -371,7 +484,7 @@ print("its card is still the card:", entry.card == card)
 # ## Step 7. When the token is wrong
 #
 # Each row below is a coordinator holding a different token; each sends the ticket once. The desk
-# answers every bad token with a JSON-RPC error, code -32600 (*Invalid Request*: A2A v1.0 defines no
+# answers every bad token with a JSON-RPC error, code [-32600](glossary.md#Error-codes) (*Invalid Request*: A2A v1.0 defines no
 # JSON-RPC code for authentication, and the MQTT binding says to follow core JSON-RPC), whose `data`
 # names the reason (`UNAUTHENTICATED`: no acceptable token; `PERMISSION_DENIED`: a good token
 # without the needed scope), the HTTP status an HTTP binding would use, and the required scopes.
@@ -415,6 +528,18 @@ for n, (case, case_token) in enumerate(cases.items()):
 outcomes = pd.DataFrame(rows, columns=["token", "code", "reason", "HTTP", "why"])
 outcomes
 
+# %%
+refused = outcomes[outcomes["token"] != "a valid token"]
+as_described(
+    said("answers every bad token with a JSON-RPC error, code -32600", set(refused["code"]), {-32600}),
+    said("UNAUTHENTICATED: no acceptable token", sorted(refused.query("reason == 'UNAUTHENTICATED'")["token"]),
+         sorted(set(cases) - {"a valid token", "missing scope"})),
+    said("PERMISSION_DENIED: a good token without the needed scope",
+         list(refused.query("reason == 'PERMISSION_DENIED'")["token"]), ["missing scope"]),
+    said("never the token or its claims",
+         [case for case, err in errors_seen.items() if cases[case] and cases[case] in json.dumps(err.to_dict())], []),
+)
+
 # %% [markdown]
 # One of these errors as it came back, in full: `data` is a list with one `google.rpc.ErrorInfo`,
 # the shape A2A v1.0 uses for error details. Auth errors are not retry-eligible: sending the same token again
@@ -425,6 +550,10 @@ outcomes
 print(json.dumps(errors_seen["missing scope"].to_dict(), indent=2))
 print("retry-eligible:", errors.classify(errors_seen["expired"]).retry_eligible)
 
+# %%
+as_described(said("Auth errors are not retry-eligible",
+                  {errors.classify(err).retry_eligible for err in errors_seen.values()}, {False}))
+
 # %% [markdown]
 # Every refusal happened before any processing (rule 4): the desk's handler ran only for the valid
 # tokens, and no task was created for the others.
@@ -432,6 +561,12 @@ print("retry-eligible:", errors.classify(errors_seen["expired"]).retry_eligible)
 # %%
 print(f"checked {policy.checked}, refused {policy.refused}, handler runs {desk.stats.executions}, "
       f"tasks in the desk's store {len(desk.runtime.store)}")
+
+# %%
+as_described(
+    said("the desk's handler ran only for the valid tokens", desk.stats.executions, policy.checked - policy.refused),
+    said("no task was created for the others", len(desk.runtime.store), desk.stats.executions),
+)
 
 # %% [markdown]
 # ## Step 8. Never over plain MQTT
@@ -444,6 +579,7 @@ print(f"checked {policy.checked}, refused {policy.refused}, handler runs {desk.s
 try:
     Requester("coordinator-plain", token=token)      # the default broker: plain MQTT
 except ValueError as exc:
+    plain_refusal = exc
     print("refused:", exc)
 
 # %% [markdown]
@@ -460,14 +596,23 @@ careless = Requester("coordinator-plain", token=throwaway, allow_token_without_t
 try:
     careless.send("ticket-desk-plain", TICKET_TEXT)
 except A2AError as err:
+    exposed = err
     print(f"error {err.code} ({auth_reason(err)}): {err.message}")
 print("handler runs:", plain_desk.stats.executions)
+
+# %%
+as_described(
+    said("a desk whose own connection is not TLS refuses every token, valid or not",
+         (auth_reason(exposed), plain_desk.stats.executions), ("UNAUTHENTICATED", 0)),
+    said("tells the caller to treat it as exposed", "treat a token sent here as exposed" in exposed.message, True),
+)
 
 # %% [markdown]
 # ## Step 9. The token never comes back
 #
 # Rule 6: no reply, event or property may echo a token. First the raw MQTT replies the coordinators
-# received in step 7 (payload and every property, as they crossed the broker):
+# received in step 7 (payload and every property, as they crossed the broker): none of them holds a
+# token, nor an `a2a-authorization` property.
 
 # %%
 all_tokens = [token, *(t for t in cases.values() if t)]
@@ -481,6 +626,14 @@ print("containing a token:                 ", sum(leaks(m) for m in raw_replies)
 print("with an a2a-authorization property: ",
       sum(any(k.lower() == properties.AUTHORIZATION for k, _ in m.user_properties) for m in raw_replies))
 
+# %%
+as_described(
+    said("the raw MQTT replies the coordinators received in step 7", len(raw_replies), len(cases)),
+    said("none of them holds a token", sum(leaks(m) for m in raw_replies), 0),
+    said("nor an a2a-authorization property",
+         sum(any(k.lower() == properties.AUTHORIZATION for k, _ in m.user_properties) for m in raw_replies), 0),
+)
+
 # %% [markdown]
 # Then what the recorder saw on the whole broker. A recording keeps every user property, but the
 # value of `a2a-authorization` is replaced by `[redacted]` *before* it is stored: the key stays, so
@@ -491,7 +644,15 @@ print("with an a2a-authorization property: ",
 recorder.wait_idle(0.2)
 traffic = recorder.frame()
 exchanges = traffic[traffic["kind"].isin(["request", "reply"])].reset_index(drop=True)
-exchanges[["kind", "agent", "method", "error_code", "user_properties"]].head(4)
+first_four = exchanges[["kind", "agent", "method", "error_code", "user_properties"]].head(4)
+first_four
+
+# %%
+as_described(said(
+    "four requests and replies: the coordinator's in step 5, then Mallory's (echo, no token, refused)",
+    [(row.kind, row.agent, row.error_code, bool(row.user_properties)) for row in first_four.itertuples()],
+    [("request", "ticket-desk", None, True), ("reply", "coordinator", None, False),
+     ("request", "ticket-desk", None, False), ("reply", "echo", -32600, False)]))
 
 # %% [markdown]
 # All of them, counted by the user properties they carried:
@@ -507,6 +668,10 @@ print("requests with a redacted token:",
       sum(["a2a-authorization", "[redacted]"] in r["user_properties"] for r in recorder.records))
 print(properties.redact([properties.bearer(token), ("a2a-task-id", "t-1")]))
 
+# %%
+as_described(said("the value of a2a-authorization is replaced by [redacted] before it is stored",
+                  sum(t in records for t in all_tokens), 0))
+
 # %% [markdown]
 # ## Step 10. Probe the agents
 #
@@ -520,6 +685,15 @@ print(properties.redact([properties.bearer(token), ("a2a-task-id", "t-1")]))
 #
 # First the story's ticket desk (and the analysts it hands tickets to), on the open broker of the other
 # lessons. Its notes about the requests it drops are switched off here: the probe reports them itself.
+# It has the Client ID `acme/support/ticket-desk`, and a kernel keeps one session per Client ID, so
+# the secured desk of step 3 closes its session when this one connects: from here on, only the
+# desk's policy is left of it.
+#
+# A probe takes seconds, so it prints a mark per check as soon as the check is done: `.` pass, `F`
+# fail, `-` not applicable (as pytest does). Most checks take milliseconds. Where the right answer is
+# silence, the probe has to wait its whole `timeout` before it can say so: no reply to a request
+# without Correlation Data, none to a Response Topic outside `$a2a/v1/reply/`. Those waits, one
+# second each, are most of this lesson's run time; watch the marks pause there.
 
 # %%
 import logging
@@ -528,11 +702,29 @@ from a2a_nb.probe import run_probe
 from a2a_nb.probe.examples import careless_agent
 from a2a_nb.story.cast import TicketDesk
 
+MARKS = {"pass": ".", "fail": "F", "not-applicable": "-", "skipped": "s"}
+
+def mark(row):
+    print(MARKS[row.verdict], end="", flush=True)      # one mark per check, as the probe goes
+
 logging.getLogger("a2a_nb.agents.responder").setLevel(logging.ERROR)
 story_desk = TicketDesk(seed=4821)                 # the story's desk, on the open broker
-desk_report = run_probe("ticket-desk")
+print("probing ticket-desk: ", end="", flush=True)
+desk_report = run_probe("ticket-desk", progress=mark)
+print()
 print("Core conformant:", desk_report.core_conformant, "| Extended features seen:", desk_report.features)
 print("checks:", len(desk_report.rows), "|", pd.Series([r.verdict for r in desk_report.rows]).value_counts().to_dict())
+
+# %%
+import inspect
+
+verdicts = {r.check: r.verdict for r in desk_report.rows}
+as_described(
+    said("no reply to a request without Correlation Data", verdicts["no-reply-path"], "pass"),
+    said("none to a Response Topic outside $a2a/v1/reply/", verdicts["reflected-response-topic"], "pass"),
+    said("its whole timeout", inspect.signature(run_probe).parameters["timeout"].default, 1.0),
+    said("the secured desk of step 3 closes its session", not desk.alive, True),
+)
 
 # %% [markdown]
 # The report has one row per check: the rule id (the same name `lint` uses for a recording), MUST or
@@ -555,7 +747,9 @@ print(desk_report.summary())
 
 # %%
 sloppy = careless_agent()
-careless_report = run_probe("careless")
+print("probing careless: ", end="", flush=True)
+careless_report = run_probe("careless", progress=mark)
+print()
 print("Core conformant:", careless_report.core_conformant, "| exit status of `probe`:", careless_report.exit_code())
 failed = careless_report.frame().query("verdict == 'fail'").set_index("check")
 failed[["rule", "level", "section"]]
@@ -572,6 +766,16 @@ for check in ("task-id-echo", "correlation-binary"):
 story_desk.stop()
 sloppy.stop()
 
+# %%
+habits = {"its own Task.id": "task-id-echo", "Correlation Data as text": "correlation-binary"}
+as_described(
+    said("two habits", sum(check in failed.index for check in habits.values()), 2),
+    said("the first failure is usually the cause", failed.index[0], habits["its own Task.id"]),
+    said("the resend looks like a new task and GetTask of the requester's Task.id finds nothing",
+         [c in failed.index for c in ("idempotent-resend", "get-task")], [True, True]),
+    said("binary Correlation Data gets no reply at all", "no reply" in failed.loc["correlation-binary", "remark"], True),
+)
+
 # %% [markdown]
 # On the command line the same probe is `python -m a2a_nb probe careless` (exit status 1 on a MUST
 # failure, so a CI job can run it), with `--json` for the report as JSON, `--junit FILE` for CI test
@@ -579,8 +783,72 @@ sloppy.stop()
 # artifacts). The kit's own requesters send Correlation Data as the hex of 16 random bytes: valid text
 # for implementations like this one, and still unguessable.
 
+# %%
+as_described(
+    said("exit status 1 on a MUST failure", careless_report.exit_code(), 1),
+    said("the hex of 16 random bytes", {len(bytes.fromhex(m.correlation_data.decode())) for m in raw_replies}, {16}),
+)
+
 # %% [markdown]
-# ## Step 11. Clean up
+# ## Step 11. Your turn
+#
+# **1. Which lock said no?** The cell below gathers three refusals in `refusals`, labelled A, B and
+# C: one you met in step 7 and two new attempts on the secured broker. For each, say who refused it:
+# `"broker"`, `"desk"`, or `"kit"` (the kit's own check, before anything went on the wire). Judge by
+# what came back, not by what was tried.
+
+# %%
+from a2a_nb.notebook.exercises import lesson08
+
+refusals = {"A": errors_seen["expired"]}
+refusals["B"] = mallory.session.publish(MqttMessage(topics.event_topic("acme", "support", "ticket-desk"), b"{}"))
+try:
+    Session("acme", "support", "ticket-desk", broker=broker.credentials("echo"))
+except SessionError as exc:
+    refusals["C"] = exc
+lesson08.describe(refusals)
+
+# %%
+who = ...   # your answer: {"A": ..., "B": ..., "C": ...}, each "broker", "desk" or "kit"
+lesson08.which_lock(who, refusals)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+who = {"A": "desk", "B": "broker", "C": "kit"}   # a JSON-RPC error, a PUBACK reason code, no reason code at all
+lesson08.which_lock(who, refusals)
+
+# %% [markdown]
+# **2. Read the token, not just the error.** The coordinator got the token `weak` from somewhere,
+# and the desk's policy (the check its responder runs on every request, step 7) refuses it. The
+# refusal names the first check that failed, and only that one. Decode
+# the token's claims as in step 4 and compare each with what the desk demands (`policy.issuer`,
+# `policy.audience`, `policy.scope_sets`, and an `exp` still to come): which claims must change
+# before the desk accepts a token like it? Answer with a set of claim names from `"iss"`, `"aud"`,
+# `"exp"` and `"scope"`.
+
+# %%
+from a2a_nb.agents.auth import AuthError
+
+weak = issuer.token("acme/support/echo", ["tickets.read"], subject="acme/support/coordinator")
+try:
+    policy.validate(weak)            # what the desk checks on each request, without sending one
+except AuthError as refusal:
+    print(f"the desk's policy refuses it: {refusal.reason}: {refusal.detail}")
+
+# %%
+to_fix = ...   # your answer: a set of claim names
+lesson08.claims_to_fix(to_fix, weak, policy)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+weak_claims = jwt.decode(weak, options={"verify_signature": False})
+print("aud:  ", weak_claims["aud"], "| the desk wants", policy.audience)
+print("scope:", weak_claims["scope"], "| the desk wants one of", [sorted(s) for s in policy.scope_sets])
+to_fix = {"aud", "scope"}
+lesson08.claims_to_fix(to_fix, weak, policy)
+
+# %% [markdown]
+# ## Step 12. Clean up
 #
 # Stop the agents, the recorder and the discovery, close every MQTT session, and stop the secured
 # broker. Its folder holds the CA's private key and every agent's password (`credentials.json`):
@@ -598,8 +866,10 @@ print("secured broker running:", broker.running, "| its folder exists:", broker.
 # %% [markdown]
 # ## Summary
 # - The **broker login** (TLS, a password per agent, `use_username_as_clientid`) proves *who is
-#   connected*; the **ACL** derived from that identity keeps each agent to its own request and reply
-#   topics and its own card.
+#   connected*: a missing or wrong password is refused by the broker with CONNACK 135 *Not
+#   authorized* (Mosquitto does not send 134). The kit's own check, before any packet leaves, only
+#   stops an agent from using another agent's login. The **ACL** derived from that identity keeps
+#   each agent to its own request and reply topics and its own card.
 # - An intruder with another agent's valid password gets that agent's rights and no more: she could
 #   not read the coordinator's requests or replies, and her fake and empty cards were refused with
 #   PUBACK 135.

@@ -39,7 +39,8 @@ def test_no_secret_in_stored_outputs(path):
 
 def test_lesson_shows_the_checks_it_promises():
     text = outputs_text(LESSON)
-    for expected in ("PUBACK 135 Not authorized", "Not authorized (135)", "PERMISSION_DENIED", "UNAUTHENTICATED",
+    for expected in ("PUBACK 135 Not authorized", "CONNACK 135 Not authorized", "refused by the kit",
+                     "PERMISSION_DENIED", "UNAUTHENTICATED",
                      "the token has expired (exp)", "the token is meant for another audience (aud)",
                      "the token's signature does not verify", "a bearer token may only travel over TLS",
                      "[redacted]", "containing a token: 0"):
