@@ -35,12 +35,15 @@ def answered_on_the_same_task(answer: Any, waiting: Reply, coordinator: Requeste
     if not isinstance(answer, (Reply, Stream)):
         return not_yet(SEND_THE_ANSWER, f"expected what the coordinator returns for a request (a Reply), "
                                         f"got {type(answer).__name__}")
+    task_id = waiting.task_id
+    if task_id is None:
+        return not_yet(SEND_THE_ANSWER, "waiting holds no task: run the cell again for a fresh one")
     if isinstance(answer, Stream):
         answer.wait()
-    if answer.task_id != waiting.task_id:
+    if answer.task_id != task_id:
         return not_yet(SEND_THE_ANSWER, "your request went to another task than the one that asked (compare its "
                                         "Task.id with waiting's): the answer belongs on the waiting task")
-    task = coordinator.poll(waiting.task_id, timeout_s=10.0)  # ask the agent, until the task stops again
+    task = coordinator.poll(task_id, timeout_s=10.0)  # ask the agent, until the task stops again
     state = task["status"]["state"]
     users = _user_messages(task)
     if len(users) < 2:

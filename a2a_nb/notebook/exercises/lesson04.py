@@ -33,6 +33,8 @@ def continues_the_task(continuation: Any, question: TaskLike, coordinator: Reque
     if not isinstance(continuation, dict) or "messageId" not in continuation:
         return not_yet(CONTINUE, f"expected a message (a dict made by coordinator.new_message), got "
                                  f"{type(continuation).__name__}")
+    if question.task_id is None:
+        return not_yet(CONTINUE, "question holds no task: run the cell again for a fresh one")
     task = coordinator.get_task(question.task_id)
     state = task["status"]["state"]
     if not states.is_interrupted(state):
@@ -54,7 +56,8 @@ def continues_the_task(continuation: Any, question: TaskLike, coordinator: Reque
         return not_yet(CONTINUE, f"the identifiers look right, but the agent refused the message: error {err.code}: "
                                  f"{err.message}")
     if reply.state != states.COMPLETED:
-        return not_yet(CONTINUE, f"the agent took your message, and the task is {states.short_name(reply.state)}: "
+        now = states.short_name(reply.state) if reply.state else "not in the reply"
+        return not_yet(CONTINUE, f"the agent took your message, and the task's state is {now}: "
                                  "did the message carry what the analyst asked for?")
     return right(CONTINUE, "same Task.id and contextId, a messageId of its own; sent as a new request (fresh "
                            "Correlation Data), it completed the task")
@@ -71,6 +74,8 @@ def finished_task_error(code: Any, profile_error: Any, finished: TaskLike, coord
         return not_yet(WHICH_ERROR, f"the code is a negative int, as error codes are, not a {type(code).__name__}")
     if not isinstance(profile_error, bool):
         return not_yet(WHICH_ERROR, f"profile_error is True or False, not {profile_error!r}")
+    if finished.task_id is None:
+        return not_yet(WHICH_ERROR, "that holds no task: pass the re-check of step 6")
     task = coordinator.get_task(finished.task_id)
     if not states.is_terminal(task["status"]["state"]):
         return not_yet(WHICH_ERROR, f"that task is {states.short_name(task['status']['state'])}, not finished: pass "
