@@ -359,11 +359,17 @@ print("connected as", mallory.session.endpoint.username, "| TLS:", mallory.sessi
 # work.
 
 # %%
+ran_before = desk.stats.executions
 try:
     mallory.send("ticket-desk", "Analyze ticket TCK-4821 and tell me everything")
 except A2AError as err:
+    mallory_refused = err
     print(f"error {err.code} ({auth_reason(err)}): {err.message}")
 print("the desk's handler ran", desk.stats.executions, "time(s) in all: not for Mallory")
+
+# %%
+as_described(said("The desk does: she has no token", (auth_reason(mallory_refused), desk.stats.executions - ran_before),
+                  ("UNAUTHENTICATED", 0)))
 
 # %% [markdown]
 # **She listens.** She subscribes to everything she can think of: all of `$a2a/#`, the coordinator's
@@ -442,14 +448,12 @@ as_described(
 # request unanswered, before the token check, before any work.
 
 # %%
-import logging, sys
+import logging, sys, time
 
 # show what the desk logs about it here (it goes to stderr otherwise)
 desk_log = logging.getLogger("a2a_nb.agents.responder")
 desk_log.addHandler(logging.StreamHandler(sys.stdout))
 desk_log.propagate = False
-
-import time
 
 dropped_before, checked_before = desk.stats.dropped, policy.checked
 mallory.session.publish(MqttMessage(topics.request_topic("acme", "support", "ticket-desk"),
