@@ -111,7 +111,6 @@ print(f"{len(df)} messages over {df['dt'].max():.1f} s, {len(df.columns)} column
 print("tasks:", ", ".join(f"{task[:8]}… = {name}" for task, name in TASKS.items()))
 df["kind"].value_counts()
 
-
 # %% [markdown]
 # Replies outnumber requests: a streaming request gets one reply per stream item. The ten
 # discovery messages are the desk's retained card, online when a scenario starts and offline
@@ -137,6 +136,7 @@ as_described(
     said("when it joins the pool (online) and when it stops (offline)",
          events.groupby("from_agent")["status"].agg(list).map(tuple).unique().tolist(), [("online", "offline")]),
 )
+
 
 # %% [markdown]
 # The summary columns of the happy scenario (its first 17 messages; times and latencies in
@@ -270,6 +270,7 @@ as_described(
 hv = handovers(df)
 hv.insert(0, "scenario", hv["task_id"].map(TASKS))
 hv.drop_duplicates(["task_id", "responder"])[["scenario", "i", "addressed", "responder", "cause"]]
+
 
 # %% [markdown]
 # *multi-handover* names two responders in one stream (`analyst-1`, then `analyst-2`): the

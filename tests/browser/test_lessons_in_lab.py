@@ -12,7 +12,9 @@ import pytest
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is pinned in "
                              "requirements.txt: run `make setup`)").expect
 
+from a2a_nb.notebook.player import CHART_DPI, CHART_WIDTH_PX
 from a2a_nb.notebook.widgets import OFFLINE_TEXT
+from a2a_nb.traffic.charts import SMALL
 
 from .lab import MODEL_NOT_FOUND, cell_with, errors_in_outputs, open_notebook, resize, run_all, save_and_shut_down, shot
 
@@ -120,7 +122,15 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
         assert abs(m["shown_ratio"] - m["png_ratio"]) < 0.02 * m["png_ratio"], f"chart stretched at {width} px: {m}"
         assert m["scroll_width"] <= m["client_width"] + 1, f"player scrolls sideways at {width} px: {m}"
         assert m["payload_right"] <= m["area_right"] + 1, f"payload cut off at {width} px: {m}"
+        # drawn at the size it is shown: the chart's smallest text (SMALL points at CHART_DPI) on screen
+        assert m["natural_width"] == CHART_WIDTH_PX, f"the kernel drew the chart {m['natural_width']} px wide: {m}"
+        label_px = SMALL * CHART_DPI / 72 * m["shown_width"] / m["natural_width"]
+        assert label_px >= 9, f"chart labels {label_px:.1f} px on screen at {width} px: {m}"
+        assert set(m["topic_breaks"]) <= {"/"}, f"a topic wraps inside a level at {width} px: {m}"
+        assert m["topic_breaks"] or width > 1280, f"at 1280 px the reply topic wraps (after a '/'): {m}"
     resize(page, 1280, 900)
+
+    dark_theme_shows_the_charts(page, shots, output)
 
     reopened_shows(page, lab, shots, "07-traffic-analysis.ipynb", "player = TrafficPlayer(happy)", "message #")
 
@@ -177,15 +187,75 @@ def test_glossary_link_opens_its_entry(page, lab, shots):
 
 def player_geometry(output) -> dict:
     """Sizes in the player's output: the chart's shape as shown and as drawn, whether the player
-    scrolls sideways, and where the JSON payload ends compared with the output area."""
+    scrolls sideways, where the JSON payload ends compared with the output area, and the character
+    before each line break inside the packet table's topics (``/`` when topics wrap between levels)."""
     return output.evaluate("""(area) => {
         const img = area.querySelector('.widget-image, img');
         const step = area.querySelector('.a2a-step');
         const pres = step ? [...step.querySelectorAll('pre')] : [];
         const box = img.getBoundingClientRect();
         const scroller = area.querySelector('.jp-OutputArea-output') || area;
+        const breaks = [];
+        for (const code of step ? step.querySelectorAll('td > code') : []) {
+            if (!code.textContent.startsWith('$a2a/')) continue;
+            const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+            let top = null, before = null;
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                for (let k = 0; k < node.length; k++) {
+                    const range = document.createRange();
+                    range.setStart(node, k);
+                    range.setEnd(node, k + 1);
+                    const rect = range.getClientRects()[0];
+                    if (!rect) continue;
+                    if (top !== null && rect.top > top + 2) breaks.push(before);
+                    top = rect.top;
+                    before = node.data[k];
+                }
+            }
+        }
         return {shown_ratio: box.width / box.height, png_ratio: img.naturalWidth / img.naturalHeight,
-                shown_width: box.width, scroll_width: scroller.scrollWidth, client_width: scroller.clientWidth,
+                shown_width: box.width, natural_width: img.naturalWidth, topic_breaks: breaks,
+                scroll_width: scroller.scrollWidth, client_width: scroller.clientWidth,
                 payload_right: Math.max(0, ...pres.map(p => p.getBoundingClientRect().right)),
                 area_right: area.getBoundingClientRect().right};
     }""")
+
+
+THEME_JS = """(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme})"""
+# the theme is applied and JupyterLab's splash (shown while a theme loads) has gone
+THEME_LOADED_JS = """(light) => document.body.dataset.jpThemeLight === light
+                                && !document.querySelector('#jupyterlab-splash')"""
+# the corners and the middle of the chart as the page shows it: transparent around the card, opaque on it
+CARD_ALPHA_JS = """(area) => {
+    const img = area.querySelector('.widget-image, img');
+    const canvas = document.createElement('canvas');
+    canvas.width = img.naturalWidth;
+    canvas.height = img.naturalHeight;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    const alpha = (x, y) => ctx.getImageData(x, y, 1, 1).data[3];
+    return {corner: alpha(0, 0), middle: alpha(img.naturalWidth >> 1, img.naturalHeight >> 1)};
+}"""
+
+
+def dark_theme_shows_the_charts(page, shots, player_output) -> None:
+    """JupyterLab Dark: the player's chart and the lesson's charts are cards (transparent corners,
+    an opaque white panel), screenshots for a person to look at; the light theme comes back."""
+    try:
+        page.evaluate(THEME_JS, "JupyterLab Dark")
+        page.wait_for_function(THEME_LOADED_JS, arg="false")
+        player_output.scroll_into_view_if_needed()
+        shot(page, shots, "07-player-dark")
+        alpha = player_output.evaluate(CARD_ALPHA_JS)
+        assert alpha == {"corner": 0, "middle": 255}, f"the player's chart is not a card: {alpha}"
+        for source, name in (("display(reroute_chart(df, names=TASKS))", "reroute"),
+                             ("display(state_timeline(df, names=TASKS))", "states"),
+                             ('seq = sequence_chart(happy', "sequence")):
+            chart = cell_with(page, source).locator(".jp-Cell-outputArea img").first
+            chart.scroll_into_view_if_needed()
+            shot(page, shots, f"07-{name}-dark")
+            alpha = chart.evaluate(CARD_ALPHA_JS.replace("area.querySelector('.widget-image, img')", "area"))
+            assert alpha == {"corner": 0, "middle": 255}, f"the {name} chart is not a card: {alpha}"
+    finally:
+        page.evaluate(THEME_JS, "JupyterLab Light")
+        page.wait_for_function(THEME_LOADED_JS, arg="true")
