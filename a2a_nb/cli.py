@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from typing import Optional
 
 from .commands import agents, bench, bridge, broker, probe, traffic
@@ -27,7 +28,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     for group in (broker, agents, traffic, bench, bridge, probe):
         group.register(sub)
+    for command in sub.choices.values():
+        command.set_defaults(command_parser=command)  # its own usage for its own mistakes (parse_args)
     return p
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """The command line, parsed. An option the command does not know is reported with that command's
+    usage (``python -m a2a_nb send: error: unrecognized arguments: --bogus``): argparse's own
+    ``parse_args`` leaves unknown options to the top-level parser, whose usage lists only commands."""
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def check_broker_url(args: argparse.Namespace) -> None:
@@ -78,7 +91,7 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
     exceptions to what a learner reads. The hint may be empty."""
     from .agents.requester import RequestTimeout
     from .mqtt.broker import BrokerEndpoint, BrokerError
-    from .mqtt.session import SessionError
+    from .mqtt.session import ConnectFailed, SessionError
     from .protocol.errors import A2AError, classify
 
     if isinstance(exc, CliError):
@@ -87,8 +100,7 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
         return EXIT_FAILED, f"the agent answered error {exc.code} ({classify(exc).name}): {exc.message}", ""
     if isinstance(exc, (RequestTimeout, SessionError)):
         lost = broker_lost(args)
-        never_connected = str(exc).startswith("cannot reach")  # Session.connect's message: not "lost"
-        if lost is not None and not never_connected:
+        if lost is not None and not isinstance(exc, ConnectFailed):  # a first connection lost nothing
             return EXIT_FAILED, f"lost the broker at {lost} ({exc})", "start it again, then rerun the command"
         if isinstance(exc, RequestTimeout):
             hint = ("is the agent served? (`python -m a2a_nb serve ...`); --timeout waits longer"
@@ -111,6 +123,46 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
         return EXIT_FAILED, str(exc), ""
     debug = f"python -m a2a_nb --debug {args.command} ..."
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
+
+
+SLOW_CONNECT_S = 0.5
+"""How long a first connection may wait for the broker's CONNACK before the command says so."""
+
+
+def announce_slow_connect(args: argparse.Namespace) -> threading.Event:
+    """Say ``connecting to URL ...`` on stderr once the command's first connection to its broker has
+    waited ``SLOW_CONNECT_S`` without an answer, so a host that never answers is not seconds of
+    silence before the error (``Session.connect``'s timeout). A broker that answers at once never
+    shows the line. Set the returned event to end the watch."""
+    done = threading.Event()
+    url = _broker_url(args) if hasattr(args, "broker") else None
+    if url is None:  # no broker, or the embedded one of this process
+        return done
+    from .mqtt.broker import BrokerEndpoint
+    from .mqtt.session import connected_sessions, live_sessions
+
+    shown = BrokerEndpoint.from_url(url).url  # never the password
+
+    def watch() -> None:
+        waited = 0.0
+        while not done.wait(0.05) and not connected_sessions():
+            if live_sessions():  # a session is connecting (registered, no CONNACK yet)
+                waited += 0.05
+            if waited >= SLOW_CONNECT_S:
+                print(f"connecting to {shown} ...", file=sys.stderr, flush=True)
+                return
+
+    threading.Thread(target=watch, name="connect-notice", daemon=True).start()
+    return done
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command itself, with :func:`announce_slow_connect` watching its first connection."""
+    watching = announce_slow_connect(args)
+    try:
+        return args.func(args)
+    finally:
+        watching.set()
 
 
 class _NoTraceback(logging.Formatter):
@@ -143,14 +195,14 @@ def configure_logging(args: argparse.Namespace) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run one command. Failures print ``error: ...`` (and ``hint: ...``) on stderr and return the exit
     status of :func:`explain`; with ``--debug`` they raise, traceback included."""
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     configure_logging(args)
     if args.debug:
         check_broker_url(args)
-        return args.func(args)
+        return _run(args)
     try:
         check_broker_url(args)
-        return args.func(args)
+        return _run(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

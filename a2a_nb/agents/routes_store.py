@@ -1,13 +1,18 @@
 """The requester's routing table on disk (SQLite), so a restarted coordinator keeps routing
 follow-ups to the agent a task was handed over to (Profile: Optional Shared Subscription Dispatch
-11: requesters SHOULD persist (Task.id, a2a-responder-agent-id); Optional Task Handover)."""
+11: requesters SHOULD persist (Task.id, a2a-responder-agent-id); Optional Task Handover).
+
+Bounded like the table in memory: the file keeps the ``max_routes`` most recently updated routes
+(and their reroutes); older ones are forgotten when the store opens and every ``PRUNE_EVERY`` saves."""
 from __future__ import annotations
 
 import sqlite3
 import threading
 from typing import Optional
 
-from ..protocol.routing import Address, Reroute, Route, RoutingTable
+from ..protocol.routing import DEFAULT_MAX_ROUTES, Address, Reroute, Route, RoutingTable
+
+PRUNE_EVERY = 100
 
 
 def _addr(org: str, unit: str, agent: Optional[str], pool: Optional[str]) -> Address:
@@ -15,7 +20,9 @@ def _addr(org: str, unit: str, agent: Optional[str], pool: Optional[str]) -> Add
 
 
 class SqliteRoutes:
-    def __init__(self, path: str):
+    def __init__(self, path: str, max_routes: int = DEFAULT_MAX_ROUTES):
+        self.max_routes = max_routes
+        self._saves = 0
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -24,6 +31,13 @@ class SqliteRoutes:
             " card_pool TEXT, cur_agent TEXT, cur_pool TEXT, updated_at REAL);"
             "CREATE TABLE IF NOT EXISTS reroutes (n INTEGER PRIMARY KEY AUTOINCREMENT, at REAL, task_id TEXT,"
             " from_agent TEXT, from_pool TEXT, to_agent TEXT, to_pool TEXT, cause TEXT, detail TEXT);")
+        self._prune()
+
+    def _prune(self) -> None:
+        """Forget all but the ``max_routes`` most recently updated routes, and the reroutes of the others."""
+        self._db.execute("DELETE FROM routes WHERE task_id NOT IN"
+                         " (SELECT task_id FROM routes ORDER BY updated_at DESC LIMIT ?)", (self.max_routes,))
+        self._db.execute("DELETE FROM reroutes WHERE task_id NOT IN (SELECT task_id FROM routes)")
 
     def save(self, route: Route, reroute: Optional[Reroute] = None) -> None:
         c, cur = route.card, route.current
@@ -36,11 +50,14 @@ class SqliteRoutes:
                     "INSERT INTO reroutes (at, task_id, from_agent, from_pool, to_agent, to_pool, cause, detail)"
                     " VALUES (?,?,?,?,?,?,?,?)",
                     (reroute.at, reroute.task_id, f.agent, f.pool, t.agent, t.pool, reroute.cause, reroute.detail))
+            self._saves += 1
+            if self._saves % PRUNE_EVERY == 0:
+                self._prune()
 
     def load(self) -> RoutingTable:
         table = RoutingTable()
         with self._lock:
-            routes = self._db.execute("SELECT * FROM routes").fetchall()
+            routes = self._db.execute("SELECT * FROM routes ORDER BY updated_at").fetchall()  # oldest first
             history = self._db.execute("SELECT at, task_id, from_agent, from_pool, to_agent, to_pool, cause, detail"
                                        " FROM reroutes ORDER BY n").fetchall()
         orgs = {}

@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import threading
 import time
 from typing import Optional
 
-from .common import (CliError, UsageError, add_scope, check_recording_target, non_negative_seconds, one_of,
-                     positive_int, positive_seconds, wait_for_signal)
+from .common import (SERVABLE_AGENTS, CliError, UsageError, add_scope, check_recording_target, no_card_hint,
+                     non_negative_seconds, one_of, positive_int, positive_seconds, scope_options, wait_for_signal)
 
 HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
 """Same as ``story.cast.HANDOVER_PLANS`` (spelled out so the parser does not import the cast; a test checks)."""
@@ -20,7 +21,7 @@ SCENARIO_NAMES = ("happy", "handover", "no-handover", "multi-handover", "handove
 
 def register(sub) -> None:
     s = sub.add_parser("serve", help="run an agent until Ctrl-C: echo, ticket-desk or analyst (pool member)")
-    s.add_argument("agent", choices=["echo", "ticket-desk", "analyst"])
+    s.add_argument("agent", choices=[*SERVABLE_AGENTS, "analyst"])
     s.add_argument("--handover", default="first-reply", choices=HANDOVER_PLANS,
                    type=one_of(HANDOVER_PLANS, "handover plan"),
                    help="ticket-desk handover plan (default first-reply)")
@@ -41,7 +42,8 @@ def register(sub) -> None:
     m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
     m.add_argument("--task", metavar="TASK_ID", default=None,
                    help="continue this interrupted task (input-required): the text is the answer, sent on the "
-                        "same Task.id and contextId with a new messageId")
+                        "same Task.id and contextId with a new messageId, to the agent that answers for the task "
+                        "now (the analyst a handover named, remembered from earlier sends)")
     m.add_argument("--timeout", type=positive_seconds, default=15.0, help="first-reply timeout in seconds (default 15)")
     add_scope(m)
     m.set_defaults(func=cmd_send)
@@ -69,11 +71,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
                       broker=url, options=ResponderOptions(inline=True))
         stoppers.append(r.stop)
+        stopping = "echo (its card will say offline)"
         print(f"echo serving on {r.request_topic} ({resolve(args.broker).url})", flush=True)
     elif args.agent == "ticket-desk":
         desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover, store_path=args.store,
                           pool=args.pool, pace=args.pace, max_analysts=args.max_analysts)
         stoppers.append(desk.stop)
+        stopping = "ticket-desk and its analysts (its card will say offline)"
         print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover}; at most "
               f"{args.max_analysts} tickets at once, analysts analyst-1..analyst-{args.max_analysts})", flush=True)
         if desk.orphans_failed:
@@ -89,58 +93,128 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                    pace=args.pace, unique_names=not secure_logins):
             stoppers.append(member.stop)
             print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
+        stopping = f"the members of pool {args.pool} (their presence will say offline)"
 
     def stop_all() -> None:
         for stop in stoppers:
             stop()
 
-    wait_for_signal(then=stop_all)
+    wait_for_signal(then=stop_all, stopping=stopping)
     return 0
 
 
 def cmd_send(args: argparse.Namespace) -> int:
     from ..agents.requester import Requester
+    from ..mqtt.broker import ENV_URL
     from ..protocol import states
     from ..protocol.retry import RetryProfile
-
-    from ..mqtt.broker import ENV_URL
 
     if not args.broker and not os.environ.get(ENV_URL):
         print(f"note: {ENV_URL} is not set, so this command started a private Mosquitto: agents served in other "
               f"shells are not on it (export {ENV_URL}=<the URL `python -m a2a_nb broker` prints>)",
               file=sys.stderr, flush=True)
     retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=max(30.0, args.timeout))
-    req = Requester(sender_agent(args), org=args.org, unit=args.unit, broker=args.broker, retry=retry)
-    t = time.perf_counter()
+    req = Requester(sender_agent(args), org=args.org, unit=args.unit, broker=args.broker, retry=retry,
+                    routes_path=routes_path())
+    started = time.time()
     try:
-        if not args.agent.startswith("pool:"):  # a pool has no card of its own
-            check_card(req.session, args.agent, args.org, args.unit)
         message = None
-        task_id: Optional[str]
         if args.task:  # the same Task.id and contextId, a new messageId (Profile: Multi-Turn Conversation)
-            task = req.get_task(args.task, to=args.agent)
+            to = follow_up_target(req, args)
+            task = req.get_task(args.task, to=to)
             message = req.new_message(args.text, task_id=args.task, context_id=task["contextId"])
-        if args.stream:
-            stream = req.stream(args.agent, None if message else args.text, message=message)
-            for ev in stream:
-                print(f"{(time.perf_counter() - t) * 1000:8.1f} ms  {ev.kind:15s} "
-                      f"{states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
-            task_id, state = stream.task_id, stream.state
-            print(f"task {task_id}: {states.short_name(state) if state else '?'}")
         else:
-            reply = req.send(args.agent, None if message else args.text, message=message)
-            task_id, state = reply.task_id, reply.state
-            print(reply.text or json.dumps(reply.result))
-            print(f"task {task_id}: {states.short_name(state) if state else 'message reply'}; "
-                  f"round trip {reply.rtt_s * 1000:.1f} ms; {len(reply.attempts)} attempt(s)")
-        for r in req.routing.history_rows():
-            print(f"routing: {r['cause']} {r['from']} → {r['to']}")
-        if state is not None and states.is_interrupted(state):
-            print(f"the task waits for your answer: python -m a2a_nb send {args.agent} \"ANSWER\" --task {task_id}"
-                  + (" --stream" if args.stream else ""))
+            to = args.agent
+            if not to.startswith("pool:"):  # a pool has no card of its own
+                check_card(req.session, to, args.org, args.unit)
+        task_id, state = _print_send(req, to, args, message)
+        for r in req.routing.reroutes():
+            if r.at >= started:  # the routes file also holds the reroutes of earlier sends
+                print(f"routing: {r.cause} {r.from_} → {r.to}")
+        if task_id is not None and state is not None and states.is_interrupted(state):
+            now = req.routing.target(task_id)  # the analyst a handover named: the answer goes there
+            print(f"the task waits for your answer: python -m a2a_nb send {now.label if now else args.agent} "
+                  f"\"ANSWER\" --task {task_id}{scope_options(args.org, args.unit)}" + (" --stream" if args.stream else ""))
         return 0
     finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
+
+
+def _print_send(req, to: str, args: argparse.Namespace, message: Optional[dict]) -> tuple[Optional[str], Optional[str]]:
+    """Send (or stream) the request and print what came back: the reply, then one line saying what it
+    was: a task and its state, or a Message (the agent made no task). Returns the Task.id and state
+    (None, None for a Message)."""
+    from ..protocol import states
+
+    t = time.perf_counter()
+    if args.stream:
+        stream = req.stream(to, None if message else args.text, message=message)
+        for ev in stream:
+            print(f"{(time.perf_counter() - t) * 1000:8.1f} ms  {ev.kind:15s} "
+                  f"{states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
+        task_id, state = stream.task_id, stream.state
+        timing = f"{len(stream.events)} event(s) in {(time.perf_counter() - t) * 1000:.1f} ms"
+    else:
+        reply = req.send(to, None if message else args.text, message=message)
+        print(reply.text or json.dumps(reply.result))
+        task_id, state = reply.task_id, reply.state
+        timing = f"round trip {reply.rtt_s * 1000:.1f} ms; {len(reply.attempts)} attempt(s)"
+    if state is None:  # a SendMessage may be answered with a Message: then no task exists (A2A v1.0)
+        print(f"message reply (the agent made no task); {timing}")
+        return None, None
+    print(f"task {task_id}: {states.short_name(state)}; {timing}")
+    return task_id, state
+
+
+def routes_path() -> Optional[str]:
+    """The file where ``send`` keeps its routing table between runs (Task.id → the agent that answers
+    for it, from ``a2a-responder-agent-id``): each ``send`` is a new process, and a follow-up with
+    ``--task`` must reach the analyst a handover named, as lesson 05 teaches.
+
+    ``$XDG_STATE_HOME/a2a_nb/routes.sqlite`` (default ``~/.local/state/a2a_nb/``), folder and file
+    readable by their owner only; the store keeps the most recent routes (``SqliteRoutes``). None,
+    after a note, when it cannot be made: ``send`` then works without it."""
+    from pathlib import Path
+
+    state_home = os.environ.get("XDG_STATE_HOME", "")
+    folder = (Path(state_home) if os.path.isabs(state_home) else Path.home() / ".local" / "state") / "a2a_nb"
+    path = folder / "routes.sqlite"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        print(f"note: cannot keep routes in {path} ({exc.strerror or exc}): a follow-up with --task will not know "
+              "which analyst a handover named", file=sys.stderr, flush=True)
+        return None
+    return str(path)
+
+
+def follow_up_target(req, args: argparse.Namespace) -> str:
+    """Where ``send AGENT TEXT --task ID`` goes: to the agent that answers for task ID now, by the
+    routes of earlier sends (Profile: Optional Task Handover: follow-ups go to the agent named by the
+    latest ``a2a-responder-agent-id``; lesson 05). AGENT may name it, or the agent the task was first
+    sent to (the card agent, e.g. ``ticket-desk``); anything else is refused, since that agent would
+    not know the task. A task the routes do not know goes to AGENT, which must then have a card."""
+    now, first = req.routing.target(args.task), req.routing.card(args.task)
+    named = req.address(args.agent)
+    if now is None:
+        try:
+            check_card(req.session, args.agent, args.org, args.unit)
+        except CliError as exc:
+            raise CliError(f"cannot tell where task {args.task} is: earlier sends did not route it, and there is {exc}",
+                           hint="an agent without a card (an analyst) is reached only for a task a handover gave it "
+                                "in an earlier `send`: check the task id, or answer through the agent the task was "
+                                "first sent to") from None
+        return args.agent
+    if named not in (now, first):
+        raise CliError(f"task {args.task} is answered by {now}, not by {named}",
+                       hint=f"send the answer there: python -m a2a_nb send {now.label} {shlex.quote(args.text)} "
+                            f"--task {args.task}{scope_options(args.org, args.unit)}")
+    if named != now:
+        print(f"routing: task {args.task} was handed over from {first.label} to {now.label}: sending there", flush=True)
+    return now.label
 
 
 def sender_agent(args: argparse.Namespace) -> str:
@@ -213,10 +287,7 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
         session.unsubscribe(flt)
     names = ", ".join(name + (" (offline)" if st == properties.OFFLINE else "")
                       for name, st in sorted(status.items())) or "none"
-    servable = agent in ("echo", "ticket-desk")
-    raise CliError(f"no card for {agent} in {org}/{unit}; known agents: {names}",
-                   hint=(f"serve it first (`python -m a2a_nb serve {agent} --org {org} --unit {unit}`) or "
-                         if servable else "") + "check the agent name, --org and --unit")
+    raise CliError(f"no card for {agent} in {org}/{unit}; known agents: {names}", hint=no_card_hint(agent, org, unit))
 
 
 def _event_text(ev) -> str:

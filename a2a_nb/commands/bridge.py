@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 
-from .common import CliError, add_scope, tcp_port, wait_for_signal
+from .common import CliError, add_scope, no_card_hint, tcp_port, wait_for_signal
 
 
 def register(sub) -> None:
@@ -28,10 +29,17 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         private = not args.broker and not os.environ.get(ENV_URL)
         raise CliError(str(exc), hint=f"{ENV_URL} is not set, so the bridge started a private Mosquitto with no "
                        "agents on it: point it at the broker the agent uses" if private else
-                       f"serve it first (`python -m a2a_nb serve {args.agent} --org {args.org} --unit {args.unit}`) "
-                       "or check the agent name, --org and --unit") from None
+                       no_card_hint(args.agent, args.org, args.unit)) from None
+    except OSError as exc:  # binding the HTTP port (the broker's failures are SessionErrors, not OSErrors)
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(f"port {args.port} on 127.0.0.1 is already in use (another bridge, or another server)",
+                           hint="pick another port with --port, or leave --port out to use a free one") from None
+        if exc.errno == errno.EACCES:
+            raise CliError(f"port {args.port} on 127.0.0.1 needs administrator rights (ports below 1024)",
+                           hint="pick a port from 1024 up with --port, or leave --port out to use a free one") from None
+        raise
     print(bridge.url, flush=True)
     print(f"# {args.org}/{args.unit}/{args.agent} over HTTP: card at {bridge.card_url}, JSON-RPC at {bridge.url} "
           "(Ctrl-C stops it)", flush=True)
-    wait_for_signal(then=bridge.stop)
+    wait_for_signal(then=bridge.stop, stopping="the bridge")
     return 0

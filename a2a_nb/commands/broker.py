@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from .common import tcp_port, wait_for_signal
@@ -37,15 +38,21 @@ def cmd_broker(args: argparse.Namespace) -> int:
               f"{f['credentials']}", file=sys.stderr)
         print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
         print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
-        print(f"#   export A2A_BROKER_URL='{broker.url}'", file=sys.stderr)
-        print(f"#   export A2A_BROKER_CREDENTIALS={f['credentials']}", file=sys.stderr)
+        print(f"#   {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr)
+        print(f"#   {export_line('A2A_BROKER_CREDENTIALS', str(f['credentials']))}", file=sys.stderr)
         print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
         print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
               file=sys.stderr)
         coordinator = replace(secure.credentials("coordinator"), password="PASSWORD")
         print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
-              f"#   export A2A_BROKER_URL='{coordinator.url_with_secret}'", file=sys.stderr, flush=True)
+              f"#   {export_line('A2A_BROKER_URL', coordinator.url_with_secret)}", file=sys.stderr, flush=True)
     else:
-        print(f"# In another shell: export A2A_BROKER_URL={broker.url}", file=sys.stderr, flush=True)
-    wait_for_signal(then=broker.stop)
+        print(f"# In another shell: {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr, flush=True)
+    wait_for_signal(then=broker.stop, stopping="the broker")
     return 0
+
+
+def export_line(name: str, value: str) -> str:
+    """``export NAME=VALUE`` to paste into bash or zsh: VALUE quoted when the shell would read it
+    otherwise (zsh takes the ``?`` of ``?inflight=0`` for a wildcard and refuses the line)."""
+    return f"export {name}={shlex.quote(value)}"

@@ -1,12 +1,13 @@
 """What every sub-command shares: exit statuses, the two failures a command may raise itself, option
 types for argparse (``type=``), the ``--org/--unit/--broker`` options, the wait of a foreground server
-(or of ``record``) and the check of a file to record into."""
+(or of ``record``), what to say about an agent without a card, and the check of a file to record into."""
 from __future__ import annotations
 
 import argparse
 import json
 import math
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -85,31 +86,66 @@ def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     return check
 
 
-def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] = lambda: None) -> None:
+def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] = lambda: None,
+                    stopping: str = "") -> None:
     """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit),
     then run ``then``, the command's clean stop (agents offline, a recording flushed), always.
 
+    ``stopping`` names what stops (``"echo"``): after a signal, stderr says ``Ctrl-C: stopping echo ...``
+    at once and ``stopped`` once the clean stop is done, so a server never exits without a word.
     Signals stay caught until ``then`` is done, so an impatient second Ctrl-C cannot cut the clean
     stop short; the previous handlers are back on return. Off the main thread Python cannot catch
     signals, so there only the timeout ends the wait."""
     stop = threading.Event()
+    caught: list[int] = []
     previous = {}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        stop.set()
+
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+            previous[sig] = signal.signal(sig, on_signal)
     deadline = None if timeout is None else time.monotonic() + timeout
+    said = False
     try:
         while not stop.is_set():
             left = 0.5 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 break
             stop.wait(min(left, 0.5))
+        said = bool(caught and stopping)
+        if said:
+            why = "Ctrl-C" if caught[0] == signal.SIGINT else signal.Signals(caught[0]).name
+            print(f"{why}: stopping {stopping} ...", file=sys.stderr, flush=True)
     finally:
         try:
             then()
+            if said:
+                print("stopped", file=sys.stderr, flush=True)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+SERVABLE_AGENTS = ("echo", "ticket-desk")
+"""The agents ``python -m a2a_nb serve NAME`` runs that have a card (``serve analyst --pool`` has none)."""
+
+
+def no_card_hint(agent: str, org: str, unit: str) -> str:
+    """What to do when ``agent`` has no retained card: serve it, if the kit can; else check the name
+    (never suggest a ``serve`` target that does not exist)."""
+    if agent in SERVABLE_AGENTS:
+        return f"serve it first (`python -m a2a_nb serve {agent}{scope_options(org, unit)}`) or check the agent " \
+               "name, --org and --unit"
+    return (f"check the agent name, --org and --unit (the kit serves {' and '.join(SERVABLE_AGENTS)}: "
+            f"`python -m a2a_nb serve ticket-desk{scope_options(org, unit)}`)")
+
+
+def scope_options(org: str, unit: str) -> str:
+    """`` --org ORG --unit UNIT`` for a command line printed to be copied, each only when not the default."""
+    return (f" --org {org}" if org != DEFAULT_ORG else "") + (f" --unit {unit}" if unit != DEFAULT_UNIT else "")
 
 
 def check_recording_target(path: str, option: str = "--out") -> None:
@@ -135,8 +171,11 @@ def check_recording_target(path: str, option: str = "--out") -> None:
                          "(record only replaces its own recordings)")
 
 
+DEFAULT_ORG, DEFAULT_UNIT = "acme", "support"
+
+
 def add_scope(p: argparse.ArgumentParser) -> None:
     """``--org``, ``--unit`` and ``--broker``: where a command's agents live."""
-    p.add_argument("--org", default="acme", help="org_id of the topics (default acme)")
-    p.add_argument("--unit", default="support", help="unit_id of the topics (default support)")
+    p.add_argument("--org", default=DEFAULT_ORG, help=f"org_id of the topics (default {DEFAULT_ORG})")
+    p.add_argument("--unit", default=DEFAULT_UNIT, help=f"unit_id of the topics (default {DEFAULT_UNIT})")
     p.add_argument("--broker", default=None, help="broker URL (default: A2A_BROKER_URL, else an embedded Mosquitto)")

@@ -41,7 +41,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     url = rec.session.endpoint.url if rec.session else "?"
     until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
     print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
-    wait_for_signal(args.seconds, then=rec.stop)
+    wait_for_signal(args.seconds, then=rec.stop, stopping="the recording")
     print(f"recorded {rec.count} messages to {args.out}", flush=True)
     return 0
 

@@ -20,6 +20,7 @@ import functools
 import logging
 import queue
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -55,6 +56,10 @@ class SessionError(RuntimeError):
     def __init__(self, message: str, reason_code: Optional[int] = None):
         super().__init__(message)
         self.reason_code = reason_code
+
+
+class ConnectFailed(SessionError):
+    """The first connection failed: the broker never accepted this session (nothing was lost)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,13 @@ def stop_all() -> int:
 def live_sessions() -> list[str]:
     with _registry_lock:
         return sorted(_registry)
+
+
+def connected_sessions() -> list[str]:
+    """Client IDs of the live sessions the broker has accepted (a CONNACK came); the others of
+    :func:`live_sessions` are still connecting."""
+    with _registry_lock:
+        return sorted(cid for cid, s in _registry.items() if s.connected)
 
 
 def topic_matches(filter_: str, topic: str) -> bool:
@@ -193,6 +205,7 @@ class Session:
         self._unsubacks: set[int] = set()
         self._connected = False
         self._connack: Optional[tuple[int, str]] = None
+        self._dropped_before_connack = False  # the broker closed the first connection without a CONNACK
         self._closed = False
         self.connect_count = 0
         self.received = 0
@@ -222,9 +235,12 @@ class Session:
         return c
 
     def connect(self, timeout: float = 10.0) -> "Session":
-        """Connect and wait for CONNACK; replaces any live session with the same client ID."""
+        """Connect and wait for CONNACK; replaces any live session with the same client ID.
+
+        ``timeout`` bounds the whole of it: the TCP connection, the TLS handshake and the CONNACK.
+        Raises :class:`ConnectFailed` with the likely cause (:func:`connect_failure`)."""
         if self.endpoint.username_is_client_id and self.endpoint.username != self.client_id:
-            raise SessionError(
+            raise ConnectFailed(
                 f"{self.client_id} would log in as {self.endpoint.username}: this broker renames every client "
                 "after its login, so its ACL would not let it read its own topics. Use the credentials made "
                 f"for this agent (broker.credentials({self.agent!r})).")
@@ -235,28 +251,30 @@ class Session:
             old.close()
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 0
+        deadline = time.monotonic() + timeout
+        self._client.connect_timeout = timeout  # paho's own default (5 s) would not count towards ours
         try:
             self._client.connect(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
                                  clean_start=True, properties=props)
         except (OSError, ValueError) as exc:
             self._unregister()
-            raise SessionError(
-                f"cannot reach the MQTT broker at {self.endpoint.url}: {exc}. Is it running? "
-                "(`python -m a2a_nb broker` starts one; A2A_BROKER_URL points the kit at it)"
-            ) from None
+            raise ConnectFailed(connect_failure(self.endpoint, exc, timeout)) from None
         self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}")
         self._loop.start()
         with self._cond:
-            if not self._cond.wait_for(lambda: self._connack is not None, timeout):
-                self._loop.stop()
-                self._unregister()
-                raise SessionError(f"no CONNACK from {self.endpoint.url} within {timeout:.0f} s")
-            assert self._connack is not None
-            code, reason = self._connack
+            answered = self._cond.wait_for(lambda: self._connack is not None or self._dropped_before_connack,
+                                           max(0.0, deadline - time.monotonic()))
+            connack = self._connack
+        if connack is None:
+            self._loop.stop()
+            self._unregister()
+            raise ConnectFailed(connect_failure(self.endpoint, None if answered else TimeoutError(), timeout,
+                                                connected=True))
+        code, reason = connack
         if code >= 0x80:
             self._loop.stop()
             self._unregister()
-            raise SessionError(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})", code)
+            raise ConnectFailed(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})", code)
         return self
 
     # -- paho callbacks (network thread: only hand over) ----------------------------------------
@@ -302,6 +320,8 @@ class Session:
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         with self._cond:
             self._connected = False
+            if self._connack is None:
+                self._dropped_before_connack = True
             self._cond.notify_all()
 
     def _deliver(self, burst: list[mqtt.MQTTMessage]) -> None:
@@ -557,6 +577,49 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("connected" if self._connected else "connecting")
         return f"<Session {self.client_id} {state} {self.endpoint.url}>"
+
+
+def connect_failure(endpoint: BrokerEndpoint, exc: Optional[BaseException], timeout: float, *,
+                    connected: bool = False) -> str:
+    """Why a first connection to ``endpoint`` failed, in words a learner can act on (never a password).
+
+    ``exc``: what paho's connect raised. ``connected``: the connection was made (and the CONNECT
+    sent), then the broker closed it (``exc`` None) or sent no CONNACK in time (a ``TimeoutError``).
+    The usual causes: nothing listens (refused), a wrong host (an unknown name, or no answer at
+    all), and TLS on one side only: an ``mqtts://`` URL on a plain port (the handshake is reset),
+    ``mqtt://`` on a TLS port (the broker closes the connection without a CONNACK)."""
+    where = f"cannot reach the MQTT broker at {endpoint.url}"
+    if connected:
+        tls_hint = "" if endpoint.tls else "; if that port expects TLS, use mqtts:// instead of mqtt://"
+        if exc is None:
+            return f"{where}: it closed the connection without answering CONNECT{tls_hint}"
+        return f"{where}: the port took the connection but sent no CONNACK within {timeout:g} s: is it an MQTT " \
+               f"v5 broker?{tls_hint}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (f"{where}: its TLS certificate is not trusted ({exc.verify_message}): give the broker's CA "
+                "certificate with A2A_BROKER_CA=/path/ca.crt or ?ca=/path/ca.crt in the URL")
+    if endpoint.tls and isinstance(exc, (ssl.SSLError, ConnectionResetError, ConnectionAbortedError,
+                                         BrokenPipeError)):
+        return (f"{where}: the TLS handshake failed ({_reason(exc)}): the port answers, but not with TLS; "
+                "for a plain MQTT port use mqtt:// instead of mqtts://")
+    if isinstance(exc, socket.gaierror):
+        return f"{where}: unknown host {endpoint.host!r} ({_reason(exc)}); check the host in the URL"
+    if isinstance(exc, TimeoutError):
+        return (f"{where}: no answer within {timeout:g} s; check the host and port (a host that is down, "
+                "or a firewall, lets a connection wait without a word)")
+    start_one = "(`python -m a2a_nb broker` starts one; A2A_BROKER_URL points the kit at it)"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{where}: nothing listens on port {endpoint.port} ({_reason(exc)}). Is it running? {start_one}"
+    return f"{where}: {_reason(exc) if exc else 'no reason given'}. Is it running? {start_one}"
+
+
+def _reason(exc: BaseException) -> str:
+    """An OS error's own words without ``[Errno N]`` (``Connection refused``), else its text."""
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 # -- conversions between MqttMessage and paho --------------------------------------------------------

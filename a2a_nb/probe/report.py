@@ -141,17 +141,19 @@ class ProbeReport:
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
     def text(self, width: int = 100) -> str:
-        """A readable report: one line per check (verdict, rule, level), the remark wrapped below."""
-        mark = {PASS: "ok  ", FAIL: "FAIL", NOT_APPLICABLE: "n/a ", SKIPPED: "skip"}
-        w = max((len(r.check) for r in self.rows), default=10)
-        lines = []
+        """A readable report: a header, one line per check (verdict, check, rule id, MUST or SHOULD),
+        the remark of each check that did not pass wrapped below it, the interop notes, the summary."""
+        mark = {PASS: "ok", FAIL: "FAIL", NOT_APPLICABLE: "n/a", SKIPPED: "skip"}
+        w = max([len("check")] + [len(r.check) for r in self.rows])
+        wr = max([len("rule")] + [len(r.rule) for r in self.rows])
+        indent = " " * 9  # under the check column
+        lines = [f"{'verdict':<8} {'check':<{w}}  {'rule':<{wr}}  level"]
         for r in self.rows:
-            level = r.level if r.verdict == FAIL else ""
-            lines.append(f"{mark[r.verdict]} {r.check:<{w}}  {r.rule}  {level}".rstrip())
+            lines.append(f"{mark[r.verdict]:<8} {r.check:<{w}}  {r.rule:<{wr}}  {r.level}")
             if r.verdict != PASS and r.remark:
-                lines.extend(textwrap.wrap(r.remark, width=width, initial_indent="       ", subsequent_indent="       "))
+                lines.extend(textwrap.wrap(r.remark, width=width, initial_indent=indent, subsequent_indent=indent))
         for note in self.interop:
-            lines.extend(textwrap.wrap("interop: " + note, width=width, subsequent_indent="       "))
+            lines.extend(textwrap.wrap("interop: " + note, width=width, subsequent_indent=indent))
         lines.append(self.summary())
         return "\n".join(lines)
 

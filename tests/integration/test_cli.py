@@ -3,11 +3,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
+
+from a2a_nb.mqtt.session import Session
+from a2a_nb.protocol import topics
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 
@@ -17,9 +22,12 @@ def run(args, env, timeout=60):
 
 
 @pytest.fixture
-def env(broker_url):
+def env(broker_url, tmp_path):
+    """The user's shell: A2A_BROKER_URL exported, and a state folder of the test's own (where `send`
+    keeps its routes between runs), never the real ~/.local/state."""
     e = dict(os.environ)
     e["A2A_BROKER_URL"] = broker_url
+    e["XDG_STATE_HOME"] = str(tmp_path / "state")
     return e
 
 
@@ -49,6 +57,20 @@ def test_serve_echo_and_send_print_reply_state_and_round_trip(served, env):
     assert "round trip" in out.stdout and "ms" in out.stdout
 
 
+def test_a_message_reply_says_no_task_was_made(served, env):
+    """Echo answers SendMessage with a Message: no task exists, and the last line says so (no Task.id,
+    no state, no "?")."""
+    served("echo", unit="cli1m")
+    plain = run(["send", "echo", "hi", "--unit", "cli1m"], env)
+    streamed = run(["send", "echo", "hi", "--unit", "cli1m", "--stream"], env)
+    for out in (plain, streamed):
+        assert out.returncode == 0, out.stderr
+        last = out.stdout.splitlines()[-1]
+        assert last.startswith("message reply (the agent made no task); "), out.stdout
+        assert "task " not in out.stdout.replace("made no task", "") and "?" not in out.stdout
+    assert "round trip" in plain.stdout and "1 event(s) in" in streamed.stdout
+
+
 def test_serve_ticket_desk_and_send_a_ticket(served, env):
     served("ticket-desk", "--handover", "first-reply", unit="cli2")
     out = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli2"], env)
@@ -59,7 +81,7 @@ def test_serve_ticket_desk_and_send_a_ticket(served, env):
                     "--unit", "cli2", "--stream"], env)
     assert streamed.returncode == 0, streamed.stderr
     assert "artifactUpdate" in streamed.stdout
-    assert any(line.startswith("task ") and line.endswith("completed") for line in streamed.stdout.splitlines())
+    assert re.search(r"^task \S+: completed; \d+ event\(s\) in [\d.]+ ms$", streamed.stdout, re.M), streamed.stdout
 
 
 def test_send_to_nobody_fails_with_exit_1(env):
@@ -131,3 +153,127 @@ def test_send_says_when_it_started_a_private_broker():
     out = run(["send", "echo", "hi", "--timeout", "0.5"], env)
     assert out.returncode == 1  # nobody serves on a broker of its own
     assert "A2A_BROKER_URL is not set, so this command started a private Mosquitto" in out.stderr
+
+
+# -- a follow-up goes to the analyst the handover named (lesson 05), across `send` runs ---------------------
+@pytest.fixture
+def requests_seen(broker_url):
+    """``(topic, JSON-RPC method)`` of every request published in a unit, as the broker delivered them."""
+    seen: list[tuple[str, str]] = []
+    sessions = []
+
+    def watch(unit: str) -> list[tuple[str, str]]:
+        s = Session("acme", unit, f"watch-{uuid.uuid4().hex[:6]}", broker=broker_url)
+        s.subscribe(f"$a2a/v1/request/acme/{unit}/#",
+                    handler=lambda m: seen.append((m.topic, json.loads(m.payload).get("method", "?"))))
+        sessions.append(s)
+        return seen
+
+    yield watch
+    for s in sessions:
+        s.close()
+
+
+def _first_ticket(env, unit: str) -> tuple[str, str]:
+    """``send ticket-desk`` a ticket: the Task.id and the analyst the desk handed it to."""
+    first = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", unit], env)
+    assert first.returncode == 0, first.stderr
+    task_id = re.search(r"^task (\S+): input-required", first.stdout, re.M).group(1)
+    analyst = re.search(rf"^routing: handover acme/{unit}/ticket-desk → acme/{unit}/(analyst-\d+)$",
+                        first.stdout, re.M).group(1)
+    # the printed next step names that analyst, with the unit, ready to copy
+    assert (f'the task waits for your answer: python -m a2a_nb send {analyst} "ANSWER" --task {task_id} '
+            f"--unit {unit}") in first.stdout
+    return task_id, analyst
+
+
+def test_the_answer_goes_to_the_analyst_the_handover_named(served, env, requests_seen):
+    unit = "cli7"
+    served("ticket-desk", "--pace", "0.01", unit=unit)
+    seen = requests_seen(unit)
+    task_id, analyst = _first_ticket(env, unit)
+    del seen[:]
+    answer = run(["send", analyst, "pay by card, then reload the order page", "--unit", unit, "--task", task_id], env)
+    assert answer.returncode == 0, answer.stderr
+    assert f"task {task_id}: completed" in answer.stdout
+    assert "no card" not in answer.stderr
+    assert seen == [(topics.request_topic("acme", unit, analyst), "GetTask"),
+                    (topics.request_topic("acme", unit, analyst), "SendMessage")]
+
+
+def test_an_answer_sent_to_the_desk_still_reaches_that_analyst(served, env, requests_seen):
+    unit = "cli8"
+    served("ticket-desk", "--pace", "0.01", unit=unit)
+    seen = requests_seen(unit)
+    task_id, analyst = _first_ticket(env, unit)
+    del seen[:]
+    answer = run(["send", "ticket-desk", "pay by card, then reload the order page", "--unit", unit,
+                  "--task", task_id, "--stream"], env)
+    assert answer.returncode == 0, answer.stderr
+    assert f"routing: task {task_id} was handed over from ticket-desk to {analyst}: sending there" in answer.stdout
+    assert f"task {task_id}: completed" in answer.stdout
+    assert {topic for topic, _ in seen} == {topics.request_topic("acme", unit, analyst)}
+
+
+def test_a_follow_up_to_the_wrong_agent_or_an_unknown_task_is_refused(served, env, requests_seen):
+    unit = "cli9"
+    served("ticket-desk", "--pace", "0.01", unit=unit)
+    task_id, analyst = _first_ticket(env, unit)
+    seen = requests_seen(unit)
+    other = "analyst-9" if analyst != "analyst-9" else "analyst-8"
+    wrong = run(["send", other, "reload twice", "--unit", unit, "--task", task_id], env)
+    assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
+    assert f"error: task {task_id} is answered by acme/{unit}/{analyst}, not by acme/{unit}/{other}" in wrong.stderr
+    assert (f"hint: send the answer there: python -m a2a_nb send {analyst} 'reload twice' --task {task_id} "
+            f"--unit {unit}") in wrong.stderr
+    unknown_task = str(uuid.uuid4())
+    unknown = run(["send", analyst, "reload twice", "--unit", unit, "--task", unknown_task], env)
+    assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+    assert (f"error: cannot tell where task {unknown_task} is: earlier sends did not route it, and there is no card "
+            f"for {analyst} in acme/{unit}") in unknown.stderr
+    assert "hint: an agent without a card (an analyst)" in unknown.stderr
+    assert seen == []  # refused before anything was sent
+
+
+def test_the_routes_file_is_the_users_own(served, env):
+    served("ticket-desk", "--pace", "0.01", unit="cli10")
+    _first_ticket(env, "cli10")
+    folder = os.path.join(env["XDG_STATE_HOME"], "a2a_nb")
+    assert os.stat(folder).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(folder, "routes.sqlite")).st_mode & 0o777 == 0o600
+
+
+# -- probe and broker: what they print -------------------------------------------------------------------
+def test_probe_prints_its_columns_first(served, env):
+    served("echo", unit="cli11")
+    out = run(["probe", "echo", "--unit", "cli11"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    header, first = out.stdout.splitlines()[:2]
+    assert header.split() == ["verdict", "check", "rule", "level"]
+    assert first.split() == ["ok", "card-retained", "card-retained", "MUST"]
+    assert first.index("card-retained") == header.index("check") and first.index("MUST") == header.index("level")
+
+
+def test_broker_prints_an_export_line_every_shell_takes(tmp_path):
+    """The embedded broker's URL has a ``?`` (``?inflight=0``), which zsh may take for a wildcard
+    ("no matches found"): the line quotes it. Read back by bash with ``failglob`` (no zsh here), it is
+    the URL exactly."""
+    env = {k: v for k, v in os.environ.items() if k != "A2A_BROKER_URL"}
+    proc = subprocess.Popen(CLI + ["broker"], env=dict(env, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        export = ""
+        while not export.startswith("export "):
+            line = proc.stderr.readline()
+            assert line, "the broker printed no export line"
+            export = line.split("In another shell: ", 1)[-1].strip()
+        assert "?" in url and export == f"export A2A_BROKER_URL='{url}'"
+        shell = subprocess.run(["bash", "-O", "failglob", "-c", f'{export}; printf %s "$A2A_BROKER_URL"'],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=10)
+        assert shell.returncode == 0 and shell.stdout == url, shell.stderr
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0
+    assert "SIGTERM: stopping the broker ...\nstopped\n" in err
