@@ -24,23 +24,25 @@
 #
 # ## What you will learn
 # - how an HTTP client finds the agent: the **well-known URL** `/.well-known/agent-card.json`
-#   instead of a **retained card** on a discovery topic, and the card's two `supportedInterfaces`;
+#   instead of a **[retained](glossary.md#Retained-message) card** on a discovery topic, and the
+#   card's `supportedInterfaces`;
 # - that the **JSON-RPC bodies are the same** on both bindings: the bridge forwards the request and
 #   hands back the agent's result untouched;
 # - the one rule the bridge must add: over HTTP the server names a new task, over MQTT the
 #   requester does, so the bridge gives the message its `Task.id`;
-# - what each transport adds around the body: **Response Topic + Correlation Data** vs an HTTP
-#   connection; **one MQTT message per stream event** vs **Server-Sent Events**;
+# - what each transport adds around the body: **[Response Topic](glossary.md#Response-Topic) +
+#   [Correlation Data](glossary.md#Correlation-Data)** vs an HTTP connection; **one MQTT message per stream event** vs **Server-Sent Events**;
 # - that the official `a2a-sdk` client, used as for any HTTP agent, works with our MQTT agent;
-# - what only MQTT gives: handover routing, presence, pools.
+# - what only MQTT gives: [handover](glossary.md#Handover) routing, presence, pools.
 #
 # ## Time needed
-# About 15 minutes. The notebook runs in a few seconds.
+# About 20 minutes. Run All takes about 3 seconds.
 #
 # ## Prerequisites
-# - [02 · Send and track](02-send-and-track.ipynb) (requests, Correlation Data, task states),
+# - [02 · Send and track](02-send-and-track.ipynb) (requests, Correlation Data,
+#   [task states](glossary.md#Task-states)),
 #   [03 · Streaming and artifacts](03-streaming-and-artifacts.ipynb) and
-#   [05 · Handover](05-handover.ipynb) (the routing table).
+#   [05 · Handover](05-handover.ipynb) (the [routing table](glossary.md#Routing-table)).
 # - Helpful, not required: HTTP requests and responses, and `curl`.
 
 # %% [markdown]
@@ -55,6 +57,7 @@
 # %%
 import json
 import time
+import uuid
 
 import httpx
 import pandas as pd
@@ -63,6 +66,7 @@ import a2a_nb
 from a2a_nb.agents import Requester
 from a2a_nb.bridge import Bridge
 from a2a_nb.mqtt import Session
+from a2a_nb.notebook.claims import as_described, said
 from a2a_nb.protocol import properties, topics
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
@@ -96,7 +100,7 @@ print("JSON-RPC:", bridge.url)
 # The bridge serves the very card the desk publishes, with one more entry in
 # `supportedInterfaces`: its own URL with the `JSONRPC` binding, first, because the first entry is
 # the preferred one. The MQTT entry stays, so an HTTP client may still choose MQTT (Discovery
-# Interoperability 3).
+# Interoperability 3). Everything else is the desk's card, unchanged.
 
 # %%
 quiet()
@@ -108,10 +112,19 @@ http_card = http.get(bridge.card_url).json()
 def interfaces(card):
     return [(i["protocolBinding"][:40], i["url"]) for i in card["supportedInterfaces"]]
 
+def changed(new, old):
+    return sorted(k for k in new.keys() | old.keys() if new.get(k) != old.get(k))
+
 print("retained card on MQTT:", interfaces(mqtt_card))
 print("card over HTTP:       ", interfaces(http_card))
-print("otherwise the same:   ", {k: v for k, v in http_card.items() if k not in ("supportedInterfaces", "capabilities")}
-      == {k: v for k, v in mqtt_card.items() if k not in ("supportedInterfaces", "capabilities")})
+print("fields that differ:   ", changed(http_card, mqtt_card))
+
+# %%
+as_described(
+    said("its own URL with the JSONRPC binding, first", interfaces(http_card)[0], ("JSONRPC", bridge.url)),
+    said("The MQTT entry stays", interfaces(http_card)[1:], interfaces(mqtt_card)),
+    said("Everything else is the desk's card, unchanged", changed(http_card, mqtt_card), ["supportedInterfaces"]),
+)
 
 # %% [markdown]
 # ## Step 3. The same ticket, twice
@@ -133,10 +146,20 @@ print("over MQTT:", over_mqtt.state, "task", over_mqtt.task_id)
 print("over HTTP:", over_http["result"]["task"]["status"]["state"], "task", over_http["result"]["task"]["id"])
 
 # %% [markdown]
-# Both tickets reached the desk and both wait for the reproduction steps. Now look at the bodies.
-# The bridge published the HTTP client's request on the desk's request topic: let us put the three
-# side by side (what the HTTP client posted, what the bridge published, what the coordinator
-# published).
+# Both tickets reached the desk and both wait for the reproduction steps (`INPUT_REQUIRED`): the
+# analyst asks for them, as in lesson 04.
+
+# %%
+as_described(
+    said("its message has no taskId", "taskId" not in http_request["params"]["message"], True),
+    said("both wait for the reproduction steps (INPUT_REQUIRED)",
+         [over_mqtt.state, over_http["result"]["task"]["status"]["state"]], ["TASK_STATE_INPUT_REQUIRED"] * 2),
+)
+
+# %% [markdown]
+# Now look at the bodies. The bridge published the HTTP client's request on the desk's request
+# topic: let us put the three requests side by side (what the HTTP client posted, what the bridge
+# published, what the coordinator published).
 
 # %%
 quiet()
@@ -154,8 +177,12 @@ def flat(body):
             "message keys": sorted(message), "text": message["parts"][0]["text"][:30] + "…",
             "taskId": message.get("taskId", "(none)"), "contextId": message["contextId"]}
 
-pd.DataFrame({"HTTP client → bridge": flat(http_request), "bridge → desk (MQTT)": flat(bridged),
-              "coordinator → desk (MQTT)": flat(direct)})
+side_by_side = pd.DataFrame({"HTTP client → bridge": flat(http_request), "bridge → desk (MQTT)": flat(bridged),
+                             "coordinator → desk (MQTT)": flat(direct)})
+side_by_side
+
+# %%
+as_described(said("put the three requests side by side", len(side_by_side.columns), 3))
 
 # %% [markdown]
 # The same method, the same `params`, the same message: one JSON-RPC body on both bindings. The
@@ -179,6 +206,20 @@ print("HTTP result == MQTT result:", over_http["result"] == desk_reply["result"]
 print("HTTP response id:", over_http["id"], "(the HTTP client's)")
 print("MQTT reply id is the bridge's request id:", desk_reply["id"] == bridged["id"])
 
+# %%
+posted, forwarded = http_request["params"]["message"], bridged["params"]["message"]
+as_described(
+    said("The same method, the same params, the same message",
+         (bridged["method"], sorted(bridged["params"]), {k: v for k, v in forwarded.items() if k != "taskId"})
+         == (http_request["method"], sorted(http_request["params"]), posted), True),
+    said("the bridge's own request on MQTT has its own id", bridged["id"] != http_request["id"], True),
+    said("the reply to the client carries 1 again", over_http["id"], http_request["id"]),
+    said("the requester names the task, a UUIDv4", uuid.UUID(forwarded["taskId"]).version, 4),
+    said("The HTTP client learns it from the reply", forwarded["taskId"], task_id),
+    said("the result the desk published to the bridge's reply topic is the result of the HTTP response",
+         over_http["result"] == desk_reply["result"], True),
+)
+
 # %% [markdown]
 # ## Step 4. What each transport adds around the body
 #
@@ -194,7 +235,7 @@ pd.DataFrame([
     {"": "where the request goes", "MQTT": bridged_msg.topic, "HTTP": f"POST {bridge.url}"},
     {"": "how the reply finds its way back", "MQTT": f"Response Topic {bridged_msg.response_topic}",
      "HTTP": "the same TCP connection"},
-    {"": "which request it answers", "MQTT": f"Correlation Data {bridged_msg.correlation_data.hex()[:16]}…",
+    {"": "which request it answers", "MQTT": f"Correlation Data {bridged_msg.correlation_data.decode()[:16]}…",
      "HTTP": "the response to this request"},
     {"": "delivery", "MQTT": f"QoS {bridged_msg.qos}, PUBACK; expires after {bridged_msg.message_expiry} s",
      "HTTP": f"HTTP {http_response.status_code}, {http_response.headers['content-type']}"},
@@ -203,13 +244,24 @@ pd.DataFrame([
 ])
 
 # %% [markdown]
-# The last row matters: the desk handed the ticket to an analyst (`analyst-2`: `analyst-1` has the
-# coordinator's ticket), and said so on the reply. The HTTP client never sees it; the bridge's
+# The last row matters: the desk handed the ticket to an analyst, `analyst-2`, and said so on the
+# reply. (The desk gives each new ticket to the analyst it used least recently: the coordinator's
+# ticket, a moment earlier, went to `analyst-1`.) The HTTP client never sees it; the bridge's
 # requester does, and its routing table now sends every follow-up of that task to the analyst
 # (lesson 05).
 
 # %%
 pd.DataFrame(bridge.requester.routing.rows())[["task_id", "card", "current", "reroutes"]]
+
+# %%
+as_described(
+    said("the desk handed the ticket to an analyst, analyst-2, and said so on the reply",
+         reply_msg.user_property(properties.RESPONDER_AGENT_ID), "analyst-2"),
+    said("the coordinator's ticket, a moment earlier, went to analyst-1",
+         coordinator.routing.target(over_mqtt.task_id).agent, "analyst-1"),
+    said("its routing table now sends every follow-up of that task to the analyst",
+         bridge.requester.routing.target(task_id).agent, reply_msg.user_property(properties.RESPONDER_AGENT_ID)),
+)
 
 # %% [markdown]
 # ## Step 5. A stream: Server-Sent Events vs one MQTT message per event
@@ -229,6 +281,15 @@ print(sse.headers["content-type"])
 print(sse.text.splitlines()[0][:110] + "…")
 print(len(events), "events, the last one:", events[-1]["result"]["statusUpdate"]["status"]["state"])
 
+# %%
+data_lines = [line for line in sse.text.splitlines() if line.startswith("data: ")]
+as_described(
+    said("one response of type text/event-stream", sse.headers["content-type"].split(";")[0], "text/event-stream"),
+    said("each event a data: line holding a complete JSON-RPC response",
+         {(e["jsonrpc"], e["id"], "result" in e) for e in events} if len(events) == len(data_lines) else None,
+         {("2.0", answer["id"], True)}),
+)
+
 # %% [markdown]
 # The MQTT side of the same stream, as the tap saw it: the continuation went straight to the
 # analyst's own request topic (the bridge followed the handover), and the analyst published one
@@ -243,6 +304,15 @@ stream_msgs = [m for m in seen if m.topic == continuation.response_topic
 print("continuation published to:", continuation.topic)
 print("MQTT messages with its Correlation Data:", len(stream_msgs), "  SSE events:", len(events))
 print("same items, in order:", [m.json()["result"] for m in stream_msgs] == [e["result"] for e in events])
+
+# %%
+as_described(
+    said("the continuation went straight to the analyst's own request topic",
+         continuation.topic, topics.request_topic("acme", "support", reply_msg.user_property(properties.RESPONDER_AGENT_ID))),
+    said("the analyst published one reply message per event", len(stream_msgs), len(events)),
+    said("one PUBLISH to the bridge's reply topic with the request's Correlation Data",
+         {m.topic.startswith("$a2a/v1/reply/acme/support/bridge/") for m in stream_msgs}, {True}),
+)
 
 # %% [markdown]
 # ## Step 6. The official A2A client, unchanged
@@ -269,6 +339,12 @@ print("stream events:", [event.WhichOneof("payload") for event in sdk_events])
 print("GetTask:      ", TaskState.Name(sdk_task.status.state), "with", len(sdk_task.artifacts), "artifact",
       sdk_task.artifacts[0].artifact_id)
 
+# %%
+as_described(
+    said("let the factory pick the JSON-RPC interface", card.supported_interfaces[0].protocol_binding, "JSONRPC"),
+    said("works with the MQTT desk through the bridge", TaskState.Name(sdk_task.status.state), "TASK_STATE_COMPLETED"),
+)
+
 # %% [markdown]
 # ## Step 7. What only MQTT gives
 #
@@ -278,7 +354,7 @@ print("GetTask:      ", TaskState.Name(sdk_task.status.state), "with", len(sdk_t
 # | | over MQTT | through the HTTP bridge |
 # |---|---|---|
 # | finding agents | subscribe once to `$a2a/v1/discovery/acme/support/+`: every card, and every change | one URL per agent, asked when you want |
-# | presence | `a2a-status` on the retained card, the Last Will says `offline` when an agent dies | none: a card is served while the desk's retained card exists |
+# | presence | `a2a-status` on the retained card, the [Last Will](glossary.md#Last-Will) says `offline` when an agent dies | none: a card is served while the desk's retained card exists |
 # | handover | `a2a-responder-agent-id`: follow-ups go to the analyst's own topic | hidden in the bridge's routing table |
 # | pools | one pool topic, many members share the work | one URL, one agent |
 # | the way back | named in the request (Response Topic + Correlation Data): replies may go to another instance, arrive late, be matched anyway | the open connection: gone when it closes |
@@ -290,7 +366,32 @@ print("a2a-status:       ", card_msg.user_property(properties.STATUS))
 print("a2a-status-source:", card_msg.user_property(properties.STATUS_SOURCE))
 
 # %% [markdown]
-# ## Step 8. Clean up
+# ## Step 8. Your turn
+#
+# **Send it yourself, then follow the handover.** Post TCK-4821 to the bridge as an HTTP client
+# would: a `SendMessage` as in step 3, with a `messageId` of your own. Keep the JSON of the answer in
+# `reply`. Then find the MQTT topic where the bridge will send every follow-up of *your* task. The
+# HTTP answer does not say; what crossed the broker (`seen`, after `quiet()`) or the bridge's
+# routing table does.
+
+# %%
+from a2a_nb.notebook.exercises import lesson09
+
+reply = ...   # your answer: the JSON the bridge answered to your SendMessage
+topic = ...   # your answer: the MQTT request topic of your task's follow-ups
+lesson09.follow_up_topic(reply, topic, bridge)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Reference answer (expand only after you tried)
+mine = {"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": {
+    "role": "ROLE_USER", "messageId": "web-tck4821-m-3", "parts": [{"text": TICKET_TEXT}]}}}
+reply = http.post(bridge.url, json=mine).json()
+topic = bridge.requester.routing.target(reply["result"]["task"]["id"]).topic
+print("your task went to", topic)
+lesson09.follow_up_topic(reply, topic, bridge)
+
+# %% [markdown]
+# ## Step 9. Clean up
 #
 # The bridge stops its HTTP server and ends any stream still open; then the agents stop.
 
