@@ -383,7 +383,8 @@ for attempt in (lambda: coordinator.continue_task(slow, "only the last 24 h, ple
 # *responder_unavailable* (busy, try again later: lesson 00's desk at capacity) and marks its errors
 # with `error.data.a2a_error`. This error's `data` is only A2A's ErrorInfo list, with no
 # `a2a_error` marker: A2A's meaning, and trying again would not help. The second, -32002, is
-# *TaskNotCancelable*.
+# *TaskNotCancelable*. (Both codes, and their other meanings, are in the glossary's
+# [Error codes](glossary.md#Error-codes).)
 
 # %%
 as_described(
