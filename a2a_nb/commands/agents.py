@@ -67,22 +67,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     url = resolve(args.broker).url_with_secret
     stoppers = []
+    banner = []  # printed once Ctrl-C is caught (wait_for_signal): a user who reads it can stop cleanly
     if args.agent == "echo":
         r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
                       broker=url, options=ResponderOptions(inline=True))
         stoppers.append(r.stop)
         stopping = "echo (its card will say offline)"
-        print(f"echo serving on {r.request_topic} ({resolve(args.broker).url})", flush=True)
+        banner.append(f"echo serving on {r.request_topic} ({resolve(args.broker).url})")
     elif args.agent == "ticket-desk":
         desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover, store_path=args.store,
                           pool=args.pool, pace=args.pace, max_analysts=args.max_analysts)
         stoppers.append(desk.stop)
         stopping = "ticket-desk and its analysts (its card will say offline)"
-        print(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover}; at most "
-              f"{args.max_analysts} tickets at once, analysts analyst-1..analyst-{args.max_analysts})", flush=True)
+        banner.append(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover}; at most "
+                      f"{args.max_analysts} tickets at once, analysts analyst-1..analyst-{args.max_analysts})")
         if desk.orphans_failed:
-            print(f"{len(desk.orphans_failed)} task(s) in {args.store} were still running when the desk last "
-                  "stopped: marked failed (a requester's GetTask says why)", flush=True)
+            banner.append(f"{len(desk.orphans_failed)} task(s) in {args.store} were still running when the desk last "
+                          "stopped: marked failed (a requester's GetTask says why)")
     else:
         if not args.pool:
             raise UsageError("serve analyst needs --pool NAME (analysts without a pool are spawned by the desk)")
@@ -92,14 +93,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url,
                                    pace=args.pace, unique_names=not secure_logins):
             stoppers.append(member.stop)
-            print(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)", flush=True)
+            banner.append(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)")
         stopping = f"the members of pool {args.pool} (their presence will say offline)"
 
     def stop_all() -> None:
         for stop in stoppers:
             stop()
 
-    wait_for_signal(then=stop_all, stopping=stopping)
+    wait_for_signal(then=stop_all, stopping=stopping, ready="\n".join(banner))
     return 0
 
 

@@ -87,12 +87,14 @@ def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
 
 
 def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] = lambda: None,
-                    stopping: str = "") -> None:
+                    stopping: str = "", ready: str = "") -> None:
     """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit),
     then run ``then``, the command's clean stop (agents offline, a recording flushed), always.
 
     ``stopping`` names what stops (``"echo"``): after a signal, stderr says ``Ctrl-C: stopping echo ...``
     at once and ``stopped`` once the clean stop is done, so a server never exits without a word.
+    ``ready`` (the server's banner) is printed on stdout once the signals are caught: from the moment
+    a user (or a script) reads it, Ctrl-C stops cleanly.
     Signals stay caught until ``then`` is done, so an impatient second Ctrl-C cannot cut the clean
     stop short; the previous handlers are back on return. Off the main thread Python cannot catch
     signals, so there only the timeout ends the wait."""
@@ -107,6 +109,8 @@ def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] 
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
+    if ready:
+        print(ready, flush=True)
     deadline = None if timeout is None else time.monotonic() + timeout
     said = False
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -36,6 +37,7 @@ def test_bridge_command_serves_the_desk_until_sigterm(broker_url, unit, desk):
         out, err = proc.communicate(timeout=15)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+    assert err.endswith("SIGTERM: stopping the bridge ...\nstopped\n"), err
 
 
 def test_bridge_command_without_a_card_says_what_to_do(broker_url, unit, capsys):
@@ -44,4 +46,26 @@ def test_bridge_command_without_a_card_says_what_to_do(broker_url, unit, capsys)
     assert status == 1
     assert err[0] == (f"error: no Agent Card for ticket-desk in acme/{unit} "
                       f"(waited 2 s on $a2a/v1/discovery/acme/{unit}/ticket-desk)")
-    assert err[1].startswith("hint: serve it first (`python -m a2a_nb serve ticket-desk --org acme --unit ")
+    assert err[1] == (f"hint: serve it first (`python -m a2a_nb serve ticket-desk --unit {unit}`) or check the agent "
+                      "name, --org and --unit")
+
+
+def test_bridge_to_an_agent_the_kit_cannot_serve_suggests_no_serve_command(broker_url, unit, capsys):
+    status = cli.main(["bridge", "nobody", "--unit", unit, "--broker", broker_url])
+    err = capsys.readouterr().err.splitlines()
+    assert status == 1 and err[0].startswith(f"error: no Agent Card for nobody in acme/{unit}")
+    assert "serve nobody" not in err[1]
+    assert err[1] == (f"hint: check the agent name, --org and --unit (the kit serves echo and ticket-desk: "
+                      f"`python -m a2a_nb serve ticket-desk --unit {unit}`)")
+
+
+def test_bridge_on_a_busy_port_says_so(broker_url, unit, desk, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        status = cli.main(["bridge", "ticket-desk", "--unit", unit, "--broker", broker_url, "--port", str(port)])
+    err = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert err == [f"error: port {port} on 127.0.0.1 is already in use (another bridge, or another server)",
+                   "hint: pick another port with --port, or leave --port out to use a free one"]

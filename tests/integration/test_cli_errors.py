@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,8 +19,9 @@ import pytest
 
 from a2a_nb.commands import agents as cli_agents
 from a2a_nb.agents.responder import Responder, ResponderOptions
-from a2a_nb.mqtt.broker import free_port
-from a2a_nb.mqtt.session import Session
+from a2a_nb.mqtt.broker import BrokerEndpoint, free_port
+from a2a_nb.mqtt.secure import SecureBroker
+from a2a_nb.mqtt.session import ConnectFailed, Session
 from a2a_nb.protocol import topics
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import HANDOVER_PLANS, TicketDesk, echo_card, echo_handler
@@ -64,14 +66,25 @@ def unit_name() -> str:
 
 
 @pytest.fixture
-def env(broker_url):
-    return dict(os.environ, A2A_BROKER_URL=broker_url)
+def env(broker_url, tmp_path):
+    """A2A_BROKER_URL exported; `send` keeps its routes in a state folder of the test's own."""
+    return dict(os.environ, A2A_BROKER_URL=broker_url, XDG_STATE_HOME=str(tmp_path / "state"))
 
 
 @pytest.fixture
-def closed_port_env():
+def closed_port_env(tmp_path):
     """A2A_BROKER_URL naming a loopback port nobody listens on."""
-    return dict(os.environ, A2A_BROKER_URL=f"mqtt://127.0.0.1:{free_port()}")
+    return dict(os.environ, A2A_BROKER_URL=f"mqtt://127.0.0.1:{free_port()}", XDG_STATE_HOME=str(tmp_path / "state"))
+
+
+@pytest.fixture
+def silent_port():
+    """A loopback port that takes TCP connections (the kernel's backlog) and never answers a byte:
+    to a client, a broker that never answers, without waiting on the internet."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
 
 
 @pytest.fixture
@@ -141,9 +154,73 @@ def test_story_served_without_agents_says_to_serve_them(private_broker):
                          "hint: serve them first (`python -m a2a_nb serve ticket-desk`")
 
 
+def test_a_broker_that_never_answers_is_named_at_once(silent_port, tmp_path):
+    """No ten seconds of silence: `connecting to URL ...` comes within moments, and Ctrl-C then ends
+    the wait quietly."""
+    env = dict(os.environ, A2A_BROKER_URL=f"mqtt://127.0.0.1:{silent_port}", XDG_STATE_HOME=str(tmp_path))
+    t = time.monotonic()
+    send = start(["send", "echo", "hi"], env)
+    try:
+        line = send.stderr.readline()
+        waited = time.monotonic() - t
+        send.send_signal(signal.SIGINT)
+        _, err = send.communicate(timeout=20)
+    finally:
+        send.kill()
+    assert line == f"connecting to mqtt://127.0.0.1:{silent_port} ...\n"
+    assert waited < 5, waited  # Python's start-up, then half a second
+    assert send.returncode == 130 and err.strip() == "interrupted", err
+
+
+def test_the_connect_error_says_what_never_answered(silent_port):
+    """The whole connect (TCP, TLS, CONNACK) has one time limit, and the message says which part failed."""
+    t = time.monotonic()
+    with pytest.raises(ConnectFailed) as failed:
+        Session("acme", "errs", "silent", broker=f"mqtt://127.0.0.1:{silent_port}", connect_timeout=0.5)
+    assert time.monotonic() - t < 3
+    assert str(failed.value) == (f"cannot reach the MQTT broker at mqtt://127.0.0.1:{silent_port}: the port took the "
+                                 "connection but sent no CONNACK within 0.5 s: is it an MQTT v5 broker?; if that port "
+                                 "expects TLS, use mqtts:// instead of mqtt://")
+    with pytest.raises(ConnectFailed, match="nothing listens on port .* Is it running"):
+        Session("acme", "errs", "closed", broker=f"mqtt://127.0.0.1:{free_port()}")
+    with pytest.raises(ConnectFailed, match=r"unknown host 'no-such-host\.invalid'"):
+        Session("acme", "errs", "nowhere", broker="mqtt://no-such-host.invalid:1883", connect_timeout=3)
+
+
+def test_mqtts_on_a_plain_port_says_tls_is_the_cause(broker_url, tmp_path):
+    plain = BrokerEndpoint.from_url(broker_url)
+    tls_url = f"mqtts://127.0.0.1:{plain.port}"
+    out = run(["send", "echo", "hi"], dict(os.environ, A2A_BROKER_URL=tls_url, XDG_STATE_HOME=str(tmp_path)))
+    assert_clean_failure(out, 1, f"error: cannot reach the MQTT broker at {tls_url}: the TLS handshake failed",
+                         "the port answers, but not with TLS; for a plain MQTT port use mqtt:// instead of mqtts://")
+    assert "Is it running" not in out.stderr
+
+
+def test_tls_mistakes_on_a_tls_port_are_named_at_once():
+    """``mqtt://`` on a TLS port: the broker closes the connection without a CONNACK, said at once
+    (not after the timeout); ``mqtts://`` without the broker's CA: the certificate is not trusted;
+    a wrong password: the broker's CONNACK code, kept on the exception. No password is ever printed."""
+    with SecureBroker() as broker:
+        login = broker.credentials("echo")
+        plain = BrokerEndpoint(port=broker.port, username=login.username, password=login.password, inflight=0)
+        t = time.monotonic()
+        with pytest.raises(ConnectFailed, match="closed the connection without answering CONNECT; if that port "
+                                                "expects TLS, use mqtts:// instead of mqtt://") as closed:
+            Session("acme", "support", "echo", broker=plain, connect_timeout=10)
+        assert time.monotonic() - t < 5
+        untrusted = BrokerEndpoint(port=broker.port, tls=True, username=login.username, password=login.password)
+        with pytest.raises(ConnectFailed, match="its TLS certificate is not trusted .*A2A_BROKER_CA") as no_ca:
+            Session("acme", "support", "echo", broker=untrusted)
+        with pytest.raises(ConnectFailed, match=r"refused acme/support/echo: Not authorized \(135\)") as refused:
+            Session("acme", "support", "echo", broker=login.with_credentials(login.username, "wrong"))
+        assert refused.value.reason_code == 135 and closed.value.reason_code is None
+        for failure in (closed, no_ca, refused):
+            assert login.password not in str(failure.value) and "wrong" not in str(failure.value)
+
+
 def test_debug_flag_shows_the_traceback(closed_port_env):
     out = run(["--debug", "send", "echo", "hi"], closed_port_env)
-    assert out.returncode == 1 and "Traceback" in out.stderr and "SessionError" in out.stderr
+    assert out.returncode == 1 and "Traceback" in out.stderr and "ConnectFailed" in out.stderr  # a SessionError
 
 
 # -- send: who is there? -------------------------------------------------------------------------------
@@ -213,6 +290,17 @@ def test_pool_targets_skip_the_card_check(env):
 def test_bad_option_values_are_usage_errors(argv, phrase, env):
     out = run(argv, env)
     assert_clean_failure(out, 2, phrase)
+
+
+@pytest.mark.parametrize("argv", [["send", "--bogus"], ["send", "echo", "hi", "--bogus"], ["send", "--bogus", "echo", "hi"]],
+                         ids=["alone", "after", "before"])
+def test_an_unknown_option_shows_the_commands_own_usage(argv, env):
+    out = run(argv, env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("usage: python -m a2a_nb send "), out.stderr
+    assert "python -m a2a_nb send: error: " in out.stderr
+    if argv[1:] != ["--bogus"]:
+        assert "unrecognized arguments: --bogus" in out.stderr
 
 
 def test_choices_match_the_story():
@@ -291,6 +379,18 @@ def test_ctrl_c_during_story_exits_quietly(env):
         story.kill()
     assert "Traceback" not in err, err
     assert story.returncode == 130 and "interrupted" in err, err
+
+
+def test_ctrl_c_on_serve_says_what_it_stops(env):
+    serve = start(["serve", "echo", "--unit", unit_name()], env)
+    try:
+        read_until(serve, "serving")
+        serve.send_signal(signal.SIGINT)
+        _, err = serve.communicate(timeout=20)
+    finally:
+        serve.kill()
+    assert serve.returncode == 0, err  # a server stopped on purpose stopped cleanly
+    assert err == "Ctrl-C: stopping echo (its card will say offline) ...\nstopped\n", err
 
 
 # -- the mapping itself (in-process) ----------------------------------------------------------------------
