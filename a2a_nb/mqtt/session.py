@@ -237,7 +237,8 @@ class Session:
     def connect(self, timeout: float = 10.0) -> "Session":
         """Connect and wait for CONNACK; replaces any live session with the same client ID.
 
-        ``timeout`` bounds the whole of it: the TCP connection, the TLS handshake and the CONNACK.
+        ``timeout`` bounds each wait: the TCP connection and the TLS handshake (paho's
+        ``connect_timeout``, else 5 s of its own), then the CONNACK, which gets what is left of it.
         Raises :class:`ConnectFailed` with the likely cause (:func:`connect_failure`)."""
         if self.endpoint.username_is_client_id and self.endpoint.username != self.client_id:
             raise ConnectFailed(
@@ -252,7 +253,7 @@ class Session:
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 0
         deadline = time.monotonic() + timeout
-        self._client.connect_timeout = timeout  # paho's own default (5 s) would not count towards ours
+        self._client.connect_timeout = timeout
         try:
             self._client.connect(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
                                  clean_start=True, properties=props)
