@@ -135,13 +135,15 @@ def cmd_send(args: argparse.Namespace) -> int:
         if task_id is not None and state is not None and states.is_interrupted(state):
             now = req.routing.target(task_id)  # the analyst a handover named: the answer goes there
             print(f"the task waits for your answer: python -m a2a_nb send {now.label if now else args.agent} "
-                  f"\"ANSWER\" --task {task_id}{scope_options(args.org, args.unit)}" + (" --stream" if args.stream else ""))
+                  f"\"ANSWER\" --task {task_id}{scope_options(args.org, args.unit)}"
+                  + (" --stream" if args.stream else ""))
         return 0
     finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
 
 
-def _print_send(req, to: str, args: argparse.Namespace, message: Optional[dict]) -> tuple[Optional[str], Optional[str]]:
+def _print_send(req, to: str, args: argparse.Namespace,
+                message: Optional[dict]) -> tuple[Optional[str], Optional[str]]:
     """Send (or stream) the request and print what came back: the reply, then one line saying what it
     was: a task and its state, or a Message (the agent made no task). Returns the Task.id and state
     (None, None for a Message)."""

@@ -38,6 +38,7 @@ def cmd_bridge(args: argparse.Namespace) -> int:
             raise CliError(f"port {args.port} on 127.0.0.1 needs administrator rights (ports below 1024)",
                            hint="pick a port from 1024 up with --port, or leave --port out to use a free one") from None
         raise
-    wait_for_signal(then=bridge.stop, stopping="the bridge", ready=f"{bridge.url}\n# {args.org}/{args.unit}/{args.agent} "
-                    f"over HTTP: card at {bridge.card_url}, JSON-RPC at {bridge.url} (Ctrl-C stops it)")
+    banner = (f"{bridge.url}\n# {args.org}/{args.unit}/{args.agent} over HTTP: card at {bridge.card_url}, "
+              f"JSON-RPC at {bridge.url} (Ctrl-C stops it)")
+    wait_for_signal(then=bridge.stop, stopping="the bridge", ready=banner)
     return 0

@@ -292,8 +292,8 @@ def test_bad_option_values_are_usage_errors(argv, phrase, env):
     assert_clean_failure(out, 2, phrase)
 
 
-@pytest.mark.parametrize("argv", [["send", "--bogus"], ["send", "echo", "hi", "--bogus"], ["send", "--bogus", "echo", "hi"]],
-                         ids=["alone", "after", "before"])
+@pytest.mark.parametrize("argv", [["send", "--bogus"], ["send", "echo", "hi", "--bogus"],
+                                  ["send", "--bogus", "echo", "hi"]], ids=["alone", "after", "before"])
 def test_an_unknown_option_shows_the_commands_own_usage(argv, env):
     out = run(argv, env)
     assert out.returncode == 2 and "Traceback" not in out.stderr
