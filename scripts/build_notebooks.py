@@ -73,11 +73,28 @@ def notebook_from_text(path: Path) -> nbformat.NotebookNode:
     for i, cell in enumerate(text.cells):
         cell_id = f"{path.stem[:2]}-{i:02d}"
         new = NEW_CELL[cell.cell_type](cell.source, id=cell_id)
-        for key in CELL_METADATA:
+        for key in sorted(CELL_METADATA):  # in the order of the saved .ipynb (its JSON keys are sorted)
             if cell.metadata.get(key):
                 new.metadata[key] = cell.metadata[key]
         nb.cells.append(new)
     return nb
+
+
+def as_jupyterlab_writes(nb: nbformat.NotebookNode) -> str:
+    """The lesson's text file as JupyterLab (jupytext's contents manager) writes it when the notebook
+    is saved: the same cells, jupytext's own spacing between them."""
+    return jupytext.writes(nb, fmt="py:percent")
+
+
+def normalise_text(path: Path, nb: nbformat.NotebookNode) -> bool:
+    """Write the text file back as JupyterLab would write it (a blank line more or less): saving
+    the lesson then leaves it as it is, and jupytext never finds the pair out of step. True when
+    the file changed."""
+    canonical = as_jupyterlab_writes(nb)
+    if path.read_text() == canonical:
+        return False
+    path.write_text(canonical)
+    return True
 
 
 def execute(nb: nbformat.NotebookNode) -> float:
@@ -150,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, text_path in chosen.items():
             nb = notebook_from_text(text_path)
+            if normalise_text(text_path, nb):
+                print(f"{text_path.relative_to(ROOT)}: spacing made as JupyterLab writes it")
             note = "not executed"
             if broker is not None:
                 run_all_s = execute(nb)

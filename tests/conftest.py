@@ -7,6 +7,7 @@ fixtures: they inherit ``A2A_BROKER_URL`` from this process instead. A broker na
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -19,6 +20,8 @@ def pytest_sessionstart(session):
     global _session_broker
     os.environ.setdefault("A2A_NB_TEST_RUN", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # `send` keeps its routes between runs under $XDG_STATE_HOME: the tests' own, never the user's
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="a2a-nb-test-state-")
     if not os.environ.get(ENV_URL):
         _session_broker = EmbeddedBroker().start()
         os.environ[ENV_URL] = _session_broker.url

@@ -423,6 +423,7 @@ lesson01.crashed_source(source, disco, "backup-desk")
 source = disco.get("backup-desk").status_source
 lesson01.crashed_source(source, disco, "backup-desk")
 
+
 # %% [markdown]
 # ## Step 10. Clean up, when you are done with the browser
 #

@@ -426,6 +426,7 @@ def add_chunk(artifacts, update):
 
 lesson03.aggregation_rule(add_chunk, stream)
 
+
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
 def add_chunk(artifacts, update):

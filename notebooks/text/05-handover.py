@@ -347,6 +347,7 @@ as_described(
     said("and then disappears", analyst.agent not in desk.runtime.agents and not analyst.alive, True),
 )
 
+
 # %% [markdown]
 # The coordinator answers the question. It asks the agent to acknowledge at once
 # (`return_immediately=True`), so the attempts below are only about reaching an agent. The cell
@@ -540,6 +541,7 @@ mine.wait()
 reply = coordinator.continue_task(mine, REPRO_TEXT)
 topic = reply.attempts[0].topic
 lesson05.follow_up_topic(topic, mine, coordinator)
+
 
 # %% [markdown]
 # ## Step 10. Clean up, when you are done

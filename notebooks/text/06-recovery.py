@@ -97,6 +97,7 @@ def attempts_table(attempts):
 
 print(coordinator)
 
+
 # %% [markdown]
 # ## Step 2. "SendMessage timed out; delivery unknown" → resend verbatim
 #
@@ -473,6 +474,7 @@ done = coordinator.poll(question.task_id, until=states.is_terminal)
 print("task:", states.short_name(done["status"]["state"]), "| finished by the card agent:",
       coordinator.routing.target(question.task_id).label)
 
+
 # %% [markdown]
 # And if the card agent is gone too? There is nobody left to fall back to: after the full retry
 # profile the coordinator gives up with `RequestTimeout`, and the task *may* still exist somewhere.
@@ -581,6 +583,7 @@ except A2AError as err:
     print(f"error {busy.code} ({errors.classify(busy).name}): {busy.message}")
 print("the first ticket:", states.short_name(first_ticket.wait().state))
 
+
 # %% [markdown]
 # Write `is_profile_error(err)`: `True` for an error of the A2A over MQTT profile, `False` for one of
 # A2A itself. Compare `refusals[0]` (step 5) with `busy`, and look at their `data`, not at their
@@ -592,12 +595,14 @@ def is_profile_error(err):
 
 lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy)
 
+
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
 def is_profile_error(err):
     return isinstance(err.data, dict) and "a2a_error" in err.data
 
 lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy)
+
 
 # %% [markdown]
 # ## Step 9. Clean up, when you are done

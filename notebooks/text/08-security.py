@@ -477,6 +477,7 @@ as_described(
     said("The desk does not", entry.card == card, True),
 )
 
+
 # %% [markdown]
 # What a stolen password *does* give her: echo's own rights. She can publish a card for echo, read
 # echo's requests and replies, and publish to any reply topic. The requester side is protected

@@ -7,6 +7,8 @@ failing test leaves its last view there too.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is pinned in "
@@ -21,7 +23,16 @@ from .lab import MODEL_NOT_FOUND, cell_with, errors_in_outputs, open_notebook, r
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_discovery_browser_filters_after_run_all(page, lab, shots):
+def agent_row(output, agent: str):
+    """The discovery browser's table row of ``agent`` (its first cell is the agent's name)."""
+    return output.locator("table tbody tr").filter(
+        has=output.page.locator("td:first-child", has_text=re.compile(f"^{re.escape(agent)}$")))
+
+
+def test_discovery_browser_after_run_all_shows_what_the_text_says(page, lab, shots):
+    """Lesson 01 after Run All: the live browser of step 8 shows the desk and echo online, as its
+    text says (the lesson keeps them running until the learner calls clean_up()), and the crashed
+    backup desk of step 9 offline by its will; "Try it" said each step; the filter works."""
     open_notebook(page, lab, "01-discovery.ipynb")
     run_all(page)
     shot(page, shots, "01-after-run-all")
@@ -32,17 +43,21 @@ def test_discovery_browser_filters_after_run_all(page, lab, shots):
     box.wait_for(state="visible")
     shot(page, shots, "01-browser-live")
     output = cell.locator(".jp-Cell-outputArea")
-    expect(output).to_contain_text("2 of 2 agent(s)")
+    expect(output).to_contain_text("agent(s) on $a2a/v1/discovery/acme/support/+")
+    for agent, status in (("ticket-desk", "online"), ("echo", "online"), ("backup-desk", "offline")):
+        expect(agent_row(output, agent)).to_contain_text(status)
+    tried = cell_with(page, "echo_in_browser()").locator(".jp-Cell-outputArea")
+    expect(tried).to_contain_text("the browser above shows echo offline (source lwt)")
+    expect(tried).to_contain_text("the browser above shows echo online (source agent)")
+    expect(tried).to_contain_text("✓ as described")
+
     box.fill("root-cause-analysis")
-    expect(output).to_contain_text("1 of 2 agent(s) on $a2a/v1/discovery/acme/support/+ with skill tags "
-                                   "root-cause-analysis")
+    expect(output).to_contain_text("with skill tags root-cause-analysis")
     shot(page, shots, "01-browser-filtered")
-    rows = output.locator("table tbody tr")
-    expect(rows).to_have_count(1)
-    expect(rows.first).to_contain_text("ticket-desk")  # echo has no such skill: the filter hid it
+    expect(agent_row(output, "ticket-desk")).to_have_count(1)
+    expect(agent_row(output, "echo")).to_have_count(0)  # echo has no such skill: the filter hid it
     box.fill("")
-    expect(output).to_contain_text("2 of 2 agent(s)")
-    expect(rows).to_have_count(2)
+    expect(agent_row(output, "echo")).to_have_count(1)
 
     reopened_shows(page, lab, shots, "01-discovery.ipynb", "discovery_browser(disco)", "ticket-desk")
 
@@ -75,10 +90,24 @@ def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
     reopened_shows(page, lab, shots, "02-send-and-track.ipynb", "send_form(coordinator", "→ continue task")  # the saved state keeps what the form showed
 
 
-def test_routing_view_refreshes_after_run_all(page, lab, shots):
+def test_handover_after_run_all_shows_each_step_then_a_live_view(page, lab, shots):
+    """Lesson 05 after Run All: the routing table snapshot under "It is empty for now" is empty, the
+    one of step 2 routes the task to the desk, the one of step 3 to the analyst; the live view of
+    "Your turn" refreshes."""
     open_notebook(page, lab, "05-handover.ipynb")
     run_all(page)
     assert errors_in_outputs(page) == []
+    steps = (("empty = routing_snapshot(coordinator)", "no task in the routing table yet", "05-step1-empty"),
+             ("before = routing_snapshot(coordinator)", "no reroute", None),
+             ("after = routing_snapshot(coordinator)", "a2a-responder-agent-id=analyst-1", "05-step3-after"))
+    for source, text, name in steps:
+        shown = cell_with(page, source).locator(".jp-Cell-outputArea")
+        shown.scroll_into_view_if_needed()
+        expect(shown).to_contain_text(text)
+        if name:
+            shot(page, shots, name)
+    expect(cell_with(page, "before = routing_snapshot(coordinator)")).not_to_contain_text("analyst-1")
+
     cell = cell_with(page, "view = routing_table_view(coordinator)")
     cell.scroll_into_view_if_needed()
     output = cell.locator(".jp-Cell-outputArea")

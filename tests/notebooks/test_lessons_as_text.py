@@ -76,6 +76,16 @@ def test_both_files_declare_the_pairing(stem):
     assert text.metadata["kernelspec"]["name"] == "python3"
 
 
+@pytest.mark.parametrize("stem", LESSON_STEMS)
+def test_text_file_is_what_jupyterlab_writes(stem):
+    """Saving the lesson in JupyterLab writes the text file from the notebook: it must come out
+    byte for byte as it is (else a save rewrites it, and jupytext may refuse to open an .ipynb that
+    is newer than a text file it disagrees with). The build normalises it."""
+    written = load_build_script().as_jupyterlab_writes(nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4))
+    assert (TEXTS / f"{stem}.py").read_text() == written, \
+        f"text/{stem}.py is not as JupyterLab writes it: run `.venv/bin/python scripts/build_notebooks.py {stem[:2]}`"
+
+
 def test_an_edited_text_file_is_caught(tmp_path):
     """The check fails for real: a changed sentence, a lost tag and an added cell are each found."""
     stem = "01-discovery"

@@ -66,13 +66,12 @@ LESSON = ROOT / "notebooks" / "text" / "05-handover.py"
 def test_a_changed_quoted_sentence_is_caught(tmp_path):
     copy = Path(shutil.copy(LESSON, tmp_path))
     assert misquoted_checks(copy) == []
-    checks = [c for s in sections(copy) for c in s.checks]
-    assert checks, "lesson 05 has said(...) checks"
-    quote = checks[0].quote
-    text = copy.read_text()
-    first_word = quote.split()[0]
-    copy.write_text(text.replace("# " + first_word, "# " + first_word + "ish", 1) if ("# " + first_word) in text
-                    else text.replace(" " + first_word, " " + first_word + "ish", 1))
+    lines = copy.read_text().splitlines(keepends=True)
+    # a check whose quote stands on one line of the text; that line says it otherwise now
+    quote, at = next((c.quote, i) for s in sections(copy) for c in s.checks for i, line in enumerate(lines)
+                     if line.startswith("# ") and c.quote in line)
+    lines[at] = lines[at].replace(quote, quote.upper() if quote != quote.upper() else quote.lower(), 1)
+    copy.write_text("".join(lines))
     assert any(repr(quote) in p for p in misquoted_checks(copy))
 
 
