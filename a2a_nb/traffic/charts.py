@@ -31,6 +31,7 @@ Readable wherever a learner opens them:
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -111,6 +112,13 @@ def _two_lines(name: str, width: int = 14) -> str:
         return name
     cuts = [k for k in range(1, min(len(name), width + 1)) if name[k].isupper() and name[k - 1].islower()]
     return f"{name[:cuts[-1]]}\n{name[cuts[-1]:]}" if cuts else name
+
+
+def _wrap(label: str, chars: int) -> str:
+    """Each line of ``label`` broken between words to at most ``chars`` characters (a longer word
+    stays whole): neighbouring labels of evenly spaced hops then do not run into each other."""
+    return "\n".join(textwrap.fill(line, chars, break_long_words=False, break_on_hyphens=False) or line
+                     for line in label.split("\n"))
 
 
 def _empty(title: str, note: str) -> Figure:
@@ -551,7 +559,7 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
     n_hops = int(hops[hops["task_id"].isin(chosen)]["hop"].max()) + 1
     cmap = plt.get_cmap("tab10")
     for k, (task, ax) in enumerate(zip(chosen, axes[:, 0])):
-        _draw_task_hops(ax, hops[hops["task_id"] == task], agents[task], cmap(k % 10))
+        _draw_task_hops(ax, hops[hops["task_id"] == task], agents[task], cmap(k % 10), n_hops)
         ax.set_xlim(-0.5, n_hops - 0.5)
         ax.set_title(labels.get(task, _short_id(task)), loc="left", fontsize=9, color=cmap(k % 10),
                      fontweight="bold", pad=3)
@@ -567,9 +575,12 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
     return fig
 
 
-def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any) -> None:
-    """One task's panel: its hops joined in order, each labelled under its marker."""
+def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any, n_hops: int) -> None:
+    """One task's panel: its hops joined in order, each labelled under its marker, in lines no wider
+    than the space between two hops."""
     y_of = {a: k for k, a in enumerate(agents)}
+    hop_px = (WIDTH - 1.4) * DPI / max(n_hops, 1)  # the axes take the card's width less the agent names
+    chars = max(8, int(hop_px / (SMALL * 4 / 3 * 0.58)))  # 0.58 em: an average character of the font
     xs, ys = list(hops["hop"]), [y_of[a] for a in hops["agent"]]
     ax.plot(xs, ys, "-", color=color, lw=1.2, alpha=0.6)
     for x, y, kind, method, ans, cause, detail in zip(xs, ys, hops["kind"], hops["method"], hops["answered"],
@@ -579,7 +590,7 @@ def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any) -> No
         ax.plot([x], [y], marker=marker, ms=ms, color=color, mfc=color if ans else CARD_FACE, mec=edge, mew=mew,
                 ls="", zorder=5, gid=f"hop:{kind}")
         bold = isinstance(cause, str)
-        ax.annotate(_hop_label(kind, method, ans, cause, detail), xy=(x, y), xytext=(0, -8),
+        ax.annotate(_wrap(_hop_label(kind, method, ans, cause, detail), chars), xy=(x, y), xytext=(0, -8),
                     textcoords="offset points", ha="center", va="top", fontsize=SMALL,
                     color="black" if bold else "#555555", fontweight="bold" if bold else "normal", zorder=6,
                     bbox=dict(boxstyle="square,pad=0.1", fc=CARD_FACE, ec="none", alpha=0.85))  # over the line

@@ -115,7 +115,7 @@ as_described(
 from IPython.display import display
 
 from a2a_nb.traffic import Recorder
-from a2a_nb.traffic.charts import reroute_chart
+from a2a_nb.traffic.charts import reroute_chart, route_hops
 from a2a_nb.traffic.frame import routing_view
 
 recorder = Recorder(org_filter="$a2a/v1/+/acme/support/#").start()
@@ -458,8 +458,10 @@ as_described(said("Four tasks, the four outcomes", sorted(case[r["task_id"]] for
 # The same tasks from the wire, as the recorder heard them: one panel per task, one row per agent it
 # met, one marker per **hop** in order. A circle is an operation the coordinator sent (hollow: no
 # reply came); a star is a reply whose `a2a-responder-agent-id` named a new responder, so the first
-# handover of the double-handover case shows although no request ever went to its first analyst.
-# The label under each hop is its method and, in bold, why it went there.
+# handover of the double-handover case shows although no request ever went to its first analyst;
+# a square stands for the replies an agent sent before it handed the task on (the double-handover
+# desk worked on the ticket itself first; the other desks handed over in their first reply). The
+# label under each hop is its method and, in bold, why it went there.
 
 # %%
 recorder.wait_idle(0.3)
@@ -469,10 +471,13 @@ display(reroute_chart(recorder, names=case, title="Lesson 05: where each task we
 
 # %%
 first_analyst = named[0]
+hops = route_hops(recorder)
 as_described(
     said("one panel per task", wire["task_id"].nunique(), len(case)),
     said("no request ever went to its first analyst",
          len(wire[(wire["task_id"] == twice.task_id) & (wire["target"] == first_analyst)]), 0),
+    said("the double-handover desk worked on the ticket itself first",
+         sorted({case[t] for t in hops[hops["kind"] == "replied"]["task_id"] if t in case}), ["two handovers"]),
 )
 
 # %% [markdown]

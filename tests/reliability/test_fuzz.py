@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 import time
 import uuid
@@ -544,8 +545,16 @@ def test_bearer_policy_refuses_garbage_without_echoing_it(values, tls):
     err = policy.check(msg, tls=tls)
     assert err is not None
     text = json.dumps(err.to_dict())
+    # the refusal of the same values with every token character but "." made a snowman: words of
+    # the kit's own message (a token "requ" is in "requiredScopes") are not an echo
+    def masked(v: str) -> str:
+        scheme, token = ("Bearer ", v[7:]) if v.startswith("Bearer ") else ("", v)
+        return scheme + re.sub(r"[^.]", "\u2603", token)
+
+    masked_values = tuple(("a2a-authorization", masked(v)) for v in values)
+    own_words = json.dumps(policy.check(MqttMessage("t", b"{}", user_properties=masked_values), tls=tls).to_dict())
     for v in values:
         token = v[7:] if v.startswith("Bearer ") else v
-        if len(token) >= 4:
+        if len(token) >= 4 and token not in own_words:
             assert token not in text
     assert err.code == -32005 if len(values) > 1 else auth_reason(err) in (UNAUTHENTICATED, PERMISSION_DENIED)
