@@ -42,7 +42,7 @@
 # - stepping through a conversation message by message with the player.
 #
 # ## Time needed
-# About 25 minutes. Run All takes about 4 seconds, and needs no broker.
+# About 25 minutes. Run All takes about 3 seconds, and needs no broker.
 #
 # ## Prerequisites
 # - [02 · Send and track](02-send-and-track.ipynb): requests and replies matched by

@@ -210,7 +210,7 @@ def test_glossary_link_opens_its_entry(page, lab, shots):
     target = link.get_attribute("href").split("#", 1)[1]
     link.click()
     expect(page.locator(".lm-TabBar-tab.jp-mod-current")).to_contain_text("glossary.md")
-    heading = page.locator(f".jp-RenderedMarkdown [id='{target}']")
+    heading = page.locator(f".jp-RenderedMarkdown [data-jupyter-id='{target}']")  # JupyterLab's heading anchor
     expect(heading).to_be_in_viewport()
     shot(page, shots, "glossary-entry")
 
