@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 from urllib.parse import unquote, urlsplit
 
 from . import topics
+from .bounded_json import MAX_DEPTH, loads_bounded
 
 MQTT_BINDING = "https://github.com/emqx/mqtt-for-ai/tree/main/a2a-over-mqtt/specification/0.1"
 """``protocolBinding`` URI of the A2A over MQTT profile v0.1 (where the profile is published)."""
@@ -45,6 +46,8 @@ SCHEME_KINDS = frozenset(
     }
 )
 CAPABILITY_FIELDS = ("streaming", "pushNotifications", "extendedAgentCard")
+MAX_CARD_BYTES = 64 * 1024
+"""Largest Agent Card payload read from a peer (the kit's cards are 1-3 kB; ``parse_card``)."""
 
 
 def is_mqtt_binding(binding: object) -> bool:
@@ -214,13 +217,35 @@ def agent_card(name: str, description: str, version: str, org: str, unit: str, a
     return card
 
 
+# --- reading -------------------------------------------------------------------------------------
+
+def parse_card(payload: Union[bytes, str]) -> Any:
+    """A card payload from a peer, parsed within bounds: at most ``MAX_CARD_BYTES`` (64 KiB) and
+    ``MAX_DEPTH`` (64) levels of nesting (``bounded_json``). Raises ``ValueError`` saying why it is
+    no card ("card is not usable JSON: nested more than 64 levels deep"); ``check_card`` then says what a parsed card lacks."""
+    try:
+        return loads_bounded(payload, max_bytes=MAX_CARD_BYTES, max_depth=MAX_DEPTH)
+    except ValueError as exc:
+        raise ValueError(f"card is not usable JSON: {exc}") from None
+
+
 # --- checking -----------------------------------------------------------------------------------
+
+SHOWN_CHARS = 60
+"""A value from the card is quoted in a problem with at most this many characters."""
+
+
+def _shown(value: Any, quote: bool = True) -> str:
+    """A card's value in a problem: its ``repr`` (or the text itself), cut to ``SHOWN_CHARS``."""
+    text = repr(value)[:SHOWN_CHARS + 1] if quote else str(value)[:SHOWN_CHARS + 1]
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+
 
 def _check_str(problems: list[str], obj: Mapping[str, Any], key: str, where: str) -> None:
     if key not in obj:
         problems.append(f"{where}.{key} is missing (required)")
     elif not isinstance(obj[key], str) or not obj[key].strip():
-        problems.append(f"{where}.{key} must be a non-empty string, got {obj[key]!r}")
+        problems.append(f"{where}.{key} must be a non-empty string, got {_shown(obj[key])}")
 
 
 def _check_str_list(problems: list[str], obj: Mapping[str, Any], key: str, where: str,
@@ -231,7 +256,7 @@ def _check_str_list(problems: list[str], obj: Mapping[str, Any], key: str, where
         return
     v = obj[key]
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
-        problems.append(f"{where}.{key} must be a list of non-empty strings, got {v!r}")
+        problems.append(f"{where}.{key} must be a list of non-empty strings, got {_shown(v)}")
     elif required and not v:
         problems.append(f"{where}.{key} must not be empty")
 
@@ -250,7 +275,7 @@ def check_card(card: Any, require_mqtt: bool = False) -> list[str]:
         _check_str(p, card, key, "card")
     for key in sorted(set(card) - CARD_FIELDS):
         hint = _V03_HINTS.get(key, "not an A2A v1.0 AgentCard field")
-        p.append(f"card.{key}: unknown field ({hint})")
+        p.append(f"card.{_shown(key, quote=False)}: unknown field ({hint})")
 
     ifaces = card.get("supportedInterfaces")
     if ifaces is None:
@@ -276,9 +301,9 @@ def check_card(card: Any, require_mqtt: bool = False) -> list[str]:
     else:
         for key in CAPABILITY_FIELDS:
             if key in caps and not isinstance(caps[key], bool):
-                p.append(f"card.capabilities.{key} must be true or false, got {caps[key]!r}")
+                p.append(f"card.capabilities.{key} must be true or false, got {_shown(caps[key])}")
         for key in sorted(set(caps) - set(CAPABILITY_FIELDS) - {"extensions"}):
-            p.append(f"card.capabilities.{key}: unknown field")
+            p.append(f"card.capabilities.{_shown(key, quote=False)}: unknown field")
 
     for key in ("defaultInputModes", "defaultOutputModes"):
         _check_str_list(p, card, key, "card", required=True)
@@ -316,7 +341,7 @@ def check_card(card: Any, require_mqtt: bool = False) -> list[str]:
         kinds = [k for k in sch if k in SCHEME_KINDS] if isinstance(sch, Mapping) else []
         if not isinstance(sch, Mapping) or len(kinds) != 1 or len(sch) != 1:
             p.append(
-                f"card.securitySchemes[{name!r}] must hold exactly one of "
+                f"card.securitySchemes[{_shown(name)}] must hold exactly one of "
                 + ", ".join(sorted(SCHEME_KINDS))
             )
     reqs = card.get("securityRequirements")
@@ -332,9 +357,9 @@ def check_card(card: Any, require_mqtt: bool = False) -> list[str]:
                     continue
                 for name, scopes in named.items():
                     if name not in schemes:
-                        p.append(f"{where} names scheme {name!r} not declared in securitySchemes")
+                        p.append(f"{where} names scheme {_shown(name)} not declared in securitySchemes")
                     if not isinstance(scopes, Mapping) or not isinstance(scopes.get("list", []), list):
-                        p.append(f"{where}.schemes[{name!r}] must be {{'list': [scopes]}}")
+                        p.append(f"{where}.schemes[{_shown(name)}] must be {{'list': [scopes]}}")
     return p
 
 
@@ -345,6 +370,11 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
+def _list(value: Any) -> list:
+    """``value`` when it is a list, else no items (a peer's card may hold anything)."""
+    return value if isinstance(value, list) else []
+
+
 def _satisfied(req: Mapping[str, Any], held: Union[set[str], Mapping[str, Iterable[str]]]) -> bool:
     named = req.get("schemes", {}) if isinstance(req, Mapping) else {}
     if not isinstance(named, Mapping):
@@ -353,8 +383,10 @@ def _satisfied(req: Mapping[str, Any], held: Union[set[str], Mapping[str, Iterab
         if name not in held:
             return False
         if isinstance(held, Mapping):
-            needed = set(scopes.get("list", [])) if isinstance(scopes, Mapping) else set()
-            if not needed <= set(held[name]):
+            listed = scopes.get("list", []) if isinstance(scopes, Mapping) else []
+            if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+                return False  # scopes nobody can hold
+            if not set(listed) <= set(held[name]):
                 return False
     return True
 
@@ -370,25 +402,31 @@ def card_matches(card: Mapping[str, Any], tags: Iterable[str] = (),
     * ``schemes``: the scheme names the requester can satisfy (or a mapping name -> scopes held,
       which also checks scopes). At least one of the card's ``securityRequirements`` must be
       satisfied; a card without requirements matches. None skips the security check.
+
+    Any JSON value is answered, never raised on: a field of the wrong type (``skills`` a string,
+    ``capabilities`` a list) matches nothing (``check_card`` says what is wrong with it).
     """
     if not isinstance(card, Mapping):
         return False
     wanted = {t.lower() for t in ([tags] if isinstance(tags, str) else tags)}
     if wanted:
         ok = False
-        for s in card.get("skills", []) or []:
-            have = {t.lower() for t in s.get("tags", []) if isinstance(t, str)} if isinstance(s, Mapping) else set()
+        for s in _list(card.get("skills")):
+            have = {t.lower() for t in _list(s.get("tags")) if isinstance(t, str)} if isinstance(s, Mapping) else set()
             if wanted <= have:
                 ok = True
                 break
         if not ok:
             return False
-    caps = card.get("capabilities", {}) or {}
+    caps = card.get("capabilities")
+    caps = caps if isinstance(caps, Mapping) else {}
     for cap in [capabilities] if isinstance(capabilities, str) else capabilities:
-        if not caps.get(_camel(cap)):
+        if caps.get(_camel(cap)) is not True:
             return False
     if schemes is not None:
         reqs = card.get("securityRequirements") or []
+        if not isinstance(reqs, list):
+            return False  # requirements nobody can read cannot be met
         if reqs:
             held: Union[set[str], Mapping[str, Iterable[str]]]
             held = schemes if isinstance(schemes, Mapping) else set(
