@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
@@ -59,7 +60,8 @@ class ResponderOptions:
     ``admit``: called with the Message of every SendMessage that would create a new task, before the
     task exists; an :class:`A2AError` it returns (e.g. -32004 ``responder_unavailable`` when the agent
     is at capacity) is the reply, and no task is created. ``ids``: where contextIds come from (seed it
-    for reproducible lessons).
+    for reproducible lessons). ``pool_takeover_s``: how long a pool member waits for the winner's claim
+    of a pooled request before the request is taken over (see :mod:`a2a_nb.protocol.pools`).
     """
 
     workers: int = 8
@@ -71,6 +73,7 @@ class ResponderOptions:
     reply_namespaces: tuple[str, ...] = ()
     admit: Optional[Callable[[dict], Optional[A2AError]]] = None
     ids: Optional[IdSource] = None
+    pool_takeover_s: float = pools.TAKEOVER_S
 
 
 class Responder:
@@ -80,7 +83,9 @@ class Responder:
     ``runtime``: share one between a card agent and the instances it spawns.
     ``pool``: also consume ``$share/{group_id}/$a2a/v1/request/{org}/{unit}/pool/{pool}``, or, where the
     broker does not deliver ``$share`` on ``$`` topics, the plain pool topic, claiming among the live
-    members (see :mod:`a2a_nb.protocol.pools`).
+    members (see :mod:`a2a_nb.protocol.pools`). ``members_allowed``: the names whose presence counts in
+    that pool (names, or prefixes ending in ``*``; this member always counts); None counts every
+    member that announces itself, only right where every client of the broker is trusted.
     ``auth``: a :class:`~a2a_nb.agents.auth.BearerPolicy`; every request must then carry a valid
     ``a2a-authorization: Bearer <token>`` and is refused before any processing otherwise.
     ``options``: :class:`ResponderOptions` (threads, limits, reply namespaces, admission).
@@ -97,6 +102,7 @@ class Responder:
         card: Optional[dict] = None,
         runtime: Optional[TaskRuntime] = None,
         pool: Optional[str] = None,
+        members_allowed: Optional[Iterable[str]] = None,
         auth: Optional[BearerPolicy] = None,
         options: ResponderOptions = ResponderOptions(),
         start: bool = True,
@@ -107,8 +113,12 @@ class Responder:
         self.runtime = runtime or TaskRuntime()
         self.pool = pool
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
-        self._members = pools.Membership(agent, pool or "")  # slot mode: who is live in the pool
+        # slot mode: who is live in the pool, and the pooled requests waiting for their winner's claim
+        self._members: pools.Membership[MqttMessage] = pools.Membership(
+            agent, pool or "", members_allowed, takeover_s=options.pool_takeover_s)
         self._members_lock = threading.Lock()
+        self._takeover_wake = threading.Event()  # a request started waiting for a claim, or the responder stops
+        self._stopping = False
         self.auth = auth
         self.options = options
         self.ids = options.ids or IdSource()
@@ -162,6 +172,8 @@ class Responder:
         self.pool_mode = "slot"
         self._follow_members()
         self._announce(properties.ONLINE)
+        t = threading.Thread(target=self._watch_claims, name=f"{self.agent}-takeovers", daemon=True)
+        t.start()
         self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool or ""), handler=self._on_pool_request)
 
     def _presence_message(self, status: str, source: str) -> MqttMessage:
@@ -188,9 +200,10 @@ class Responder:
 
     def _follow_members(self) -> None:
         """Slot mode: read the members' presence, and the cards (a member with a card has only its
-        card's will); the retained ones arrive right after each SUBACK."""
+        card's will); the retained ones arrive right after each SUBACK. And the members' claims."""
         self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
         self.session.subscribe(topics.discovery_filter(self.org, self.unit), handler=self._on_member_card)
+        self.session.subscribe(pools.claims_filter(self.org, self.unit, self.pool or ""), handler=self._on_claim)
 
     def _on_member_card(self, msg: MqttMessage) -> None:
         seen = pools.card_status(msg)
@@ -205,16 +218,68 @@ class Responder:
             with self._members_lock:
                 self._members.saw_presence(seen)
 
+    def _on_claim(self, msg: MqttMessage) -> None:
+        """Network thread: another member took a pooled request; nobody else waits for it."""
+        seen = pools.read_claim(msg)
+        if seen is not None and seen[0] != self.agent:
+            with self._members_lock:
+                self._members.saw_claim(*seen)
+
     @property
     def live_members(self) -> frozenset[str]:
         """Slot mode: the members of the pool this one sees live (itself included)."""
         return self._members.live
 
-    def _claims(self, msg: MqttMessage) -> bool:
-        """Slot mode: does this member win the rendezvous hash of the request among the live members?
-        Decided on the network thread as the request arrives, so every member decides with the
-        presence messages that came before it, in the broker's order."""
-        return self._members.claims(pools.pool_key(msg.payload, msg.correlation_data))
+    @property
+    def pool_membership(self) -> "pools.Membership[MqttMessage]":
+        """Slot mode: who is live, which requests wait for a claim, how many were taken over."""
+        return self._members
+
+    def _arrived(self, msg: MqttMessage) -> bool:
+        """Slot mode: does this member take the request now (it wins the rendezvous hash among the
+        live members)? Else the request waits for its winner's claim. Decided on the network thread
+        as the request arrives, so every member decides with the presence messages that came before
+        it, in the broker's order."""
+        key = pools.pool_key(msg.payload, msg.correlation_data)
+        with self._members_lock:
+            take = self._members.arrived(key, msg.correlation_data, msg, len(msg.payload), time.monotonic())
+        if not take:
+            self._takeover_wake.set()
+        return take
+
+    def _watch_claims(self) -> None:
+        """Slot mode, its own thread: take over the pooled requests whose winner did not claim them
+        within ``pool_takeover_s`` and that this member wins among the members left."""
+        while not self._stopping:
+            with self._members_lock:
+                deadline = self._members.next_deadline()
+            wait = 1.0 if deadline is None else min(1.0, max(0.0, deadline - time.monotonic()))
+            self._takeover_wake.wait(wait)
+            self._takeover_wake.clear()
+            with self._members_lock:
+                mine = self._members.due(time.monotonic())
+            for msg in mine:
+                if self._stopping:
+                    return
+                log.info("%s: took over a request of pool %s that its winner did not claim", self.agent, self.pool)
+                self._take_pooled(msg)
+
+    def _take_pooled(self, msg: MqttMessage) -> None:
+        """Slot mode: claim the request (the other members stop waiting for it), then run it."""
+        if self.frozen:
+            return
+        if msg.correlation_data:
+            try:
+                self.session.publish_then(pools.claim_message(self.org, self.unit, self.pool or "", self.agent,
+                                                              msg.correlation_data), self._claim_acked)
+            except Exception as exc:  # no claim: the others take it over too (a duplicate, never a loss)
+                log.warning("%s: could not claim a pooled request: %s", self.agent, exc)
+        self._intake(msg, pooled=True)
+
+    def _claim_acked(self, result) -> None:
+        if not result.accepted:
+            log.warning("%s: the broker refused its claim in pool %s (%s): the other members will run its "
+                        "requests too; is it a member of the pool on this broker?", self.agent, self.pool, result.reason)
 
     def _on_reconnect(self) -> None:
         """After every reconnect (its own thread): a broker restarted without persistence has forgotten
@@ -283,6 +348,8 @@ class Responder:
         threading.Thread(target=die, name=f"{self.agent}-dying", daemon=True).start()
 
     def _shutdown_workers(self) -> None:
+        self._stopping = True
+        self._takeover_wake.set()
         for _ in self._threads:
             self._queue.put(None)
         self._threads = []
@@ -309,9 +376,11 @@ class Responder:
 
     # -- intake (network thread: queue only) ----------------------------------------------------------
     def _on_pool_request(self, msg: MqttMessage) -> None:
-        if self.pool_mode == "slot" and not self._claims(msg):
-            return  # another live member of the pool claims this one
-        self._intake(msg, pooled=True)
+        if self.pool_mode != "slot":
+            self._intake(msg, pooled=True)  # the broker chose this member
+        elif self._arrived(msg):
+            self._take_pooled(msg)
+        # else another live member wins it; this one takes it over only if that one does not claim it
 
     def _on_request(self, msg: MqttMessage) -> None:
         self._intake(msg, pooled=False)

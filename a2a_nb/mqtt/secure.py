@@ -28,6 +28,8 @@ acknowledged, but nothing that the ACL does not allow is ever delivered)::
     (every user)      read  $a2a/v1/discovery/# every card
     (every user)      read  $a2a/v1/event/#     every event
     (pool members)    read  $a2a/v1/request/{org}/{unit}/pool/{pool}
+    (pool members)    write $a2a-nb-pool/{org}/{unit}/{pool}/{agent}   its claims of pooled requests
+    (pool members)    read  $a2a-nb-pool/{org}/{unit}/{pool}/+         the other members' claims
     (observers)       read  $a2a/#              e.g. the traffic recorder
 
 An agent with valid credentials therefore cannot read another agent's requests (and the bearer
@@ -35,6 +37,11 @@ tokens in them) or replies, and cannot publish or delete another agent's card. I
 reply to another agent's reply topic: a responder must be able to answer any Response Topic. The
 requester ignores replies whose Correlation Data it did not send; the optional ``ubsp-v1`` profile
 (end-to-end JWE) is what closes that gap in full.
+
+**Pools** (``a2a_nb.protocol.pools``): a login that is not a pool member can neither read the pool's
+requests nor write its claims; it can announce a presence only on its own event topic, under its own
+name, which the members' allow-list does not count. So no client outside ``pools`` can make the
+members leave requests unclaimed, and a member that stops answering has its requests taken over.
 
 **One listener.** The broker listens with TLS only; there is no plain listener. The kit's start-up
 check only opens a TCP connection to the port (no MQTT), which the TLS listener accepts as well.
@@ -62,6 +69,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Union
 
+from ..protocol import pools as pool_claims
 from ..protocol.ids import client_id as make_client_id
 from .broker import BrokerEndpoint, BrokerError, EmbeddedBroker
 
@@ -162,8 +170,11 @@ def acl_text(users: Iterable[str], pools: Optional[Mapping[str, Iterable[str]]] 
     pool_rights: dict[str, list[str]] = {}
     for pool, members in dict(pools or {}).items():
         for member in members:
-            org, unit, _ = member.split("/", 2)
-            pool_rights.setdefault(member, []).append(f"$a2a/v1/request/{org}/{unit}/pool/{pool}")
+            org, unit, agent = member.split("/", 2)
+            pool_rights.setdefault(member, []).extend([
+                f"topic read $a2a/v1/request/{org}/{unit}/pool/{pool}",
+                f"topic write {pool_claims.claims_topic(org, unit, pool, agent)}",
+                f"topic read {pool_claims.claims_filter(org, unit, pool)}"])
     observers = set(observers)
     for user in sorted(set(users)):
         lines += ["", f"user {user}",
@@ -171,7 +182,7 @@ def acl_text(users: Iterable[str], pools: Optional[Mapping[str, Iterable[str]]] 
                   "topic write $a2a/v1/reply/#",
                   "topic read $a2a/v1/discovery/#",
                   "topic read $a2a/v1/event/#"]
-        lines += [f"topic read {t}" for t in pool_rights.get(user, [])]
+        lines += pool_rights.get(user, [])
         if user in observers:
             lines.append("topic read $a2a/#")
     return "\n".join(lines) + "\n"

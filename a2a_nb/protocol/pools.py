@@ -15,12 +15,27 @@ the rendezvous (highest-random-weight) hash of the request's key over that set: 
 computes the same winner, and when a member dies only *its* keys move to the others. The key is
 the Task.id, so a requester's retry (same Task.id, new Correlation Data; Profile: Requester Retry
 and Timeout Profile) reaches the same live member, or a new one once the first is gone.
+
+Two rules keep a client that is not a member from taking a share of the requests:
+
+* **Only allowed members count.** A presence counts only when its agent is on the pool's allow-list
+  (``allowed``: names, or a prefix ending in ``*``). On the secure broker (``a2a_nb.mqtt.secure``)
+  each login writes only its own event topic, so a name on the list is proven; on an open broker
+  anyone can speak for any name, and only the second rule protects the pool.
+* **An unclaimed request is taken over.** The winner says it took a request with a *claim* on
+  ``$a2a-nb-pool/{org}/{unit}/{pool}/{agent}`` (the request's Correlation Data, no payload; outside
+  ``$a2a/``, so recordings do not show it; on the secure broker only the pool's members may write
+  there). The other members keep the request: when no claim came within ``takeover_s`` (1 s), its
+  winner is *silent* (not live until a claim or an ``online`` presence of it is seen again), and the
+  winner among the remaining live members takes it, and claims it. A presence for a member that
+  never answers therefore costs one request a second's delay, once, instead of a share of all.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable, NamedTuple, Optional
+from dataclasses import dataclass
+from typing import Generic, Iterable, NamedTuple, Optional, TypeVar
 
 from . import properties, topics
 from .ids import validate_identifier
@@ -29,6 +44,20 @@ from .packet import MqttMessage, encode_json
 
 PRESENCE_EVENT = "pool-presence"
 """``a2a-event-type`` of a pool member's presence message."""
+
+CLAIMS_PREFIX = "$a2a-nb-pool"
+"""Root of the members' claims topics (outside ``$a2a/``: no recorder or lint sees them)."""
+
+TAKEOVER_S = 1.0
+"""How long the other members wait for the winner's claim before one of them takes the request.
+The claim leaves the winner as the request arrives, so on a working broker it comes within
+milliseconds; a late claim means the request ran twice, never that it was lost."""
+
+MAX_WAITING = 1000
+MAX_WAITING_BYTES = 16 * 1024 * 1024
+"""Bounds on the requests one member keeps while it waits for their claims (each is kept at most
+about ``takeover_s`` per silent winner): beyond them a request is not watched (counted in
+``Membership.unwatched``), and it depends on its winner and the requester's retries, as before."""
 
 
 def pool_key(payload: bytes, correlation: Optional[bytes]) -> str:
@@ -56,6 +85,14 @@ def claim(key: str, members: Iterable[str]) -> str:
     if not names:
         raise ValueError("a pool has at least one live member (a member counts itself)")
     return max(names, key=lambda name: _weight(name, key))
+
+
+def allows(allowed: Optional[Iterable[str]], agent: str) -> bool:
+    """Is ``agent`` on the allow-list? Entries are names or prefixes ending in ``*``
+    (``analyst-analysts-*``); ``None`` allows every name (a broker where every client is trusted)."""
+    if allowed is None:
+        return True
+    return any(agent == entry or (entry.endswith("*") and agent.startswith(entry[:-1])) for entry in allowed)
 
 
 class Presence(NamedTuple):
@@ -95,6 +132,30 @@ def read_presence(msg: MqttMessage) -> Optional[Presence]:
     return Presence(pool, agent, msg.user_property(properties.STATUS) == properties.ONLINE)
 
 
+def claims_topic(org: str, unit: str, pool: str, agent: str) -> str:
+    """``$a2a-nb-pool/{org}/{unit}/{pool}/{agent}``: where ``agent`` claims the pool's requests it takes."""
+    for value, what in ((org, "org_id"), (unit, "unit_id"), (pool, "pool_id"), (agent, "agent_id")):
+        validate_identifier(value, what)
+    return f"{CLAIMS_PREFIX}/{org}/{unit}/{pool}/{agent}"
+
+
+def claims_filter(org: str, unit: str, pool: str) -> str:
+    """``$a2a-nb-pool/{org}/{unit}/{pool}/+``: every member's claims in one pool."""
+    return claims_topic(org, unit, pool, "x")[:-1] + "+"
+
+
+def claim_message(org: str, unit: str, pool: str, agent: str, correlation: bytes) -> MqttMessage:
+    """``agent`` took the pooled request with this Correlation Data (no payload, not retained)."""
+    return MqttMessage(claims_topic(org, unit, pool, agent), b"", qos=1, correlation_data=correlation)
+
+
+def read_claim(msg: MqttMessage) -> Optional[tuple[str, bytes]]:
+    """``(agent, correlation)`` of a claim message, or None when it is not one."""
+    if not msg.topic.startswith(CLAIMS_PREFIX + "/") or not msg.correlation_data:
+        return None
+    return msg.topic.rsplit("/", 1)[1], msg.correlation_data
+
+
 def card_status(msg: MqttMessage) -> Optional[tuple[str, bool]]:
     """``(agent, online)`` for a discovery (Agent Card) message, else None; a deleted card is offline.
 
@@ -106,23 +167,57 @@ def card_status(msg: MqttMessage) -> Optional[tuple[str, bool]]:
     return msg.topic.rsplit("/", 1)[1], online
 
 
-class Membership:
-    """Who is live in one pool, as one member sees it (no I/O: the member feeds it what arrives).
+T = TypeVar("T")
 
-    A member is live while its presence says ``online`` and its card, if it has one, does not say
-    ``offline``. The member itself always counts: it would not be asking otherwise.
+
+@dataclass
+class _Waiting(Generic[T]):
+    """A pooled request another member won, kept until that member's claim (or a takeover)."""
+
+    key: str
+    winner: str
+    deadline: float
+    size: int
+    request: T
+
+
+class Membership(Generic[T]):
+    """Who is live in one pool, as one member sees it, and the requests it watches for a claim (no
+    I/O and no clock: the member feeds it what arrives, with the time).
+
+    A member is live while its presence says ``online``, its name is allowed, its card (if it has
+    one) does not say ``offline`` and it is not silent. The member itself always counts: it would
+    not be asking otherwise. ``allowed``: see :func:`allows`.
     """
 
-    def __init__(self, me: str, pool: str):
+    def __init__(self, me: str, pool: str, allowed: Optional[Iterable[str]] = None, *,
+                 takeover_s: float = TAKEOVER_S, max_waiting: int = MAX_WAITING,
+                 max_waiting_bytes: int = MAX_WAITING_BYTES):
         self.me, self.pool = me, pool
+        self.allowed: Optional[tuple[str, ...]] = None if allowed is None else tuple(allowed)
+        self.takeover_s, self.max_waiting, self.max_waiting_bytes = takeover_s, max_waiting, max_waiting_bytes
         self._present: set[str] = set()
         self._cards_offline: set[str] = set()
+        self._silent: set[str] = set()
+        self._waiting: dict[bytes, _Waiting[T]] = {}  # Correlation Data -> a request whose claim is awaited
+        self._waiting_bytes = 0
         self.live: frozenset[str] = frozenset({me})
+        self.not_allowed = 0  # presence messages that did not count: their agent is not on the allow-list
+        self.taken_over = 0  # requests this member took because their winner did not claim them
+        self.unwatched = 0  # requests not kept for a takeover (MAX_WAITING / MAX_WAITING_BYTES reached)
 
+    # -- who is live -----------------------------------------------------------------------------------
     def saw_presence(self, presence: Presence) -> None:
         if presence.pool != self.pool:
             return
-        (self._present.add if presence.online else self._present.discard)(presence.agent)
+        if not allows(self.allowed, presence.agent):
+            self.not_allowed += 1
+            return
+        if presence.online:
+            self._present.add(presence.agent)
+            self._silent.discard(presence.agent)  # (re)started: it gets its chance again
+        else:
+            self._present.discard(presence.agent)
         self._update()
 
     def saw_card(self, agent: str, online: bool) -> None:
@@ -130,14 +225,77 @@ class Membership:
         self._update()
 
     def forget(self) -> None:
-        """Start over (after a reconnect: the retained messages tell again who is there)."""
+        """Start over (after a reconnect: the retained messages tell again who is there; the
+        requesters' retries bring back what was waiting)."""
         self._present.clear()
         self._cards_offline.clear()
+        self._silent.clear()
+        self._waiting.clear()
+        self._waiting_bytes = 0
         self._update()
 
     def _update(self) -> None:
-        self.live = frozenset((self._present - self._cards_offline) | {self.me})
+        self.live = frozenset((self._present - self._cards_offline - self._silent) | {self.me})
 
     def claims(self, key: str) -> bool:
         """Does this member win ``key`` among the live members?"""
         return claim(key, self.live) == self.me
+
+    # -- claims and takeovers --------------------------------------------------------------------------
+    def arrived(self, key: str, correlation: Optional[bytes], request: T, size: int, now: float) -> bool:
+        """A pooled request arrived: True when this member takes it now (it wins the hash); else it
+        is kept until the winner's claim, or taken over by :meth:`due` (no Correlation Data: nobody
+        can answer it, nothing to wait for)."""
+        winner = claim(key, self.live)
+        if winner == self.me:
+            return True
+        if not correlation or correlation in self._waiting:
+            return False
+        if len(self._waiting) >= self.max_waiting or self._waiting_bytes + size > self.max_waiting_bytes:
+            self.unwatched += 1
+            return False
+        self._waiting[correlation] = _Waiting(key, winner, now + self.takeover_s, size, request)
+        self._waiting_bytes += size
+        return False
+
+    def saw_claim(self, agent: str, correlation: bytes) -> None:
+        """An allowed member claimed a request: nobody else takes it, and that member is not silent."""
+        if not allows(self.allowed, agent):
+            return
+        gone = self._waiting.pop(correlation, None)
+        if gone is not None:
+            self._waiting_bytes -= gone.size
+        if agent in self._silent:
+            self._silent.discard(agent)
+            self._update()
+
+    def due(self, now: float) -> list[T]:
+        """The requests this member takes over at ``now``: their winner did not claim them within
+        ``takeover_s``, so it is silent, and this member wins them among the remaining live ones.
+        Requests another member wins now wait ``takeover_s`` more for that one's claim."""
+        late = {w.winner for w in self._waiting.values() if w.deadline <= now and w.winner != self.me}
+        if late:
+            self._silent |= late
+            self._update()
+        mine: list[T] = []
+        for correlation, w in list(self._waiting.items()):
+            if w.winner in self.live:
+                continue  # its winner still has time to claim it
+            winner = claim(w.key, self.live)
+            if winner == self.me:
+                del self._waiting[correlation]
+                self._waiting_bytes -= w.size
+                self.taken_over += 1
+                mine.append(w.request)
+            else:
+                w.winner, w.deadline = winner, now + self.takeover_s
+        return mine
+
+    def next_deadline(self) -> Optional[float]:
+        """When :meth:`due` may next have something to hand over (None: nothing is waiting)."""
+        return min((w.deadline for w in self._waiting.values()), default=None)
+
+    @property
+    def waiting(self) -> int:
+        """How many requests this member keeps until their claim."""
+        return len(self._waiting)

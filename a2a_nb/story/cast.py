@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from ..agents.context import TaskContext
 from ..agents.recovery import fail_orphaned_tasks
@@ -327,17 +327,24 @@ class TicketDesk:
 
 def analyst_pool(pool: str, members: int = 3, *, org: str = "acme", unit: str = "support",
                  broker: BrokerChoice = None, pace: float = 0.05,
-                 seed: Optional[int] = None, unique_names: bool = False) -> list[Responder]:
+                 seed: Optional[int] = None, unique_names: bool = False,
+                 members_allowed: Optional[Iterable[str]] = None) -> list[Responder]:
     """Pool members consuming ``$share/{group_id}/.../pool/{pool}`` (or, on Mosquitto 2.0.11, the pool
     topic with claiming among the live members: a member that dies leaves its work to the others),
     each with its own store.
 
     Members are numbered ``analyst-{pool}-1``... (the story's cast). ``unique_names``: name them
     ``analyst-{pool}-{random}`` instead, so several ``serve analyst --pool`` processes can serve one
-    pool (one client ID each) and one of them can be stopped or killed alone."""
+    pool (one client ID each) and one of them can be stopped or killed alone.
+    ``members_allowed``: whose presence counts in the pool (see :func:`a2a_nb.protocol.pools.allows`);
+    by default the names made here, or ``analyst-{pool}-*`` with ``unique_names`` (the other
+    processes' names are not known in advance)."""
     ids = IdSource(seed)
     analyst = Analyst(pace=pace)
     names = [f"analyst-{pool}-{ids.uuid4()[:6] if unique_names else i + 1}" for i in range(members)]
-    return [Responder(name, analyst, org=org, unit=unit, pool=pool, broker=broker_for(broker, name),
-                      options=ResponderOptions(ids=ids))
+    if members_allowed is None:
+        members_allowed = [f"analyst-{pool}-*"] if unique_names else names
+    allowed = list(members_allowed)
+    return [Responder(name, analyst, org=org, unit=unit, pool=pool, members_allowed=allowed,
+                      broker=broker_for(broker, name), options=ResponderOptions(ids=ids))
             for name in names]

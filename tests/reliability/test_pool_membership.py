@@ -1,0 +1,267 @@
+"""Pool membership only for members (issue 25 item 1): a client that is not a pool member cannot make
+the members leave a share of the pool's requests unclaimed.
+
+The attack, with bare paho-mqtt: a client publishes a retained ``pool-presence`` ``online`` for a
+member that does not exist and disconnects. Before the fix every member counted it live, so the
+requests whose Task.id hashed to it were claimed by nobody, on every retry (same Task.id), for as long
+as the presence stayed retained: measured 9 of 30 requests unanswered on an open broker and 8 of 30 on
+the secure broker (one fake among three members). A member that stops answering but stays connected
+(SIGSTOP) lost its share the same way until its keep-alive ran out (45 s).
+
+After: presence counts only for names on the pool's allow-list (on the secure broker each login can
+announce only itself), and a request whose winner did not claim it within ``pools.TAKEOVER_S`` (1 s)
+is taken over by the next live member: nothing is lost, and the silent name stops counting.
+
+Profile: Optional Shared Subscription Dispatch 4, 13; Presence and Liveness; Requester Retry and
+Timeout Profile. Real Mosquitto (the session's broker, or a ``SecureBroker`` of this module).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+from urllib.parse import urlparse
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from a2a_nb.agents.requester import Requester, RequestTimeout
+from a2a_nb.mqtt.broker import BrokerEndpoint
+from a2a_nb.mqtt.secure import SecureBroker
+from a2a_nb.protocol import pools
+from a2a_nb.protocol.retry import RetryProfile
+from a2a_nb.story.cast import analyst_pool
+
+CLI = [sys.executable, "-m", "a2a_nb"]
+ORG = "acme"
+COMPLETED = "TASK_STATE_COMPLETED"
+# a requester with little patience: 0.5 s for a first reply, 3 attempts, so at most about 1.7 s a request
+SHORT = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=1.5, max_attempts=3, backoff_s=(0.05, 0.1))
+N = 24
+NOT_AUTHORIZED = 135
+
+
+def uid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+# -- the attacker: bare paho ----------------------------------------------------------------------------------
+class Stranger:
+    """A plain paho client: publishes what it likes and reports each PUBACK's reason code."""
+
+    def __init__(self, host: str, port: int, client_id: str, endpoint: Optional[BrokerEndpoint] = None):
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+        if endpoint is not None:
+            self.client.username_pw_set(endpoint.username, endpoint.password)
+            self.client.tls_set(ca_certs=endpoint.ca_file)
+        self.codes: dict[int, int] = {}
+        self._acked = threading.Condition()
+        connected = threading.Event()
+        self.client.on_connect = lambda *a: connected.set()
+        self.client.on_publish = self._on_publish
+        self.client.connect(host, port)
+        self.client.loop_start()
+        assert connected.wait(5), "the stranger could not connect"
+
+    def _on_publish(self, client, userdata, mid, reason_code, props) -> None:
+        with self._acked:
+            self.codes[mid] = reason_code.value
+            self._acked.notify_all()
+
+    def publish(self, topic: str, payload: bytes, user_properties=(), retain: bool = False,
+                correlation: Optional[bytes] = None) -> int:
+        """Publish at QoS 1 and return the PUBACK's reason code (135: not authorized)."""
+        props = Properties(PacketTypes.PUBLISH)
+        if user_properties:
+            props.UserProperty = list(user_properties)
+        if correlation is not None:
+            props.CorrelationData = correlation
+        info = self.client.publish(topic, payload, qos=1, retain=retain, properties=props)
+        with self._acked:
+            assert self._acked.wait_for(lambda: info.mid in self.codes, 5), "no PUBACK"
+            return self.codes[info.mid]
+
+    def announce(self, unit: str, pool: str, agent: str) -> int:
+        """A retained ``pool-presence`` ``online`` for ``agent``, as a member would publish it."""
+        return self.publish(f"$a2a/v1/event/{ORG}/{unit}/{agent}", json.dumps({"pool": pool, "agent": agent}).encode(),
+                            [("a2a-event-type", "pool-presence"), ("a2a-status", "online"),
+                             ("a2a-status-source", "agent")], retain=True)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def open_stranger(broker_url: str) -> Stranger:
+    u = urlparse(broker_url)
+    return Stranger(u.hostname or "127.0.0.1", u.port or 1883, uid("mallory"))
+
+
+def send_all(req: Requester, target: str, n: int = N) -> tuple[list, int, float]:
+    """``n`` requests at once (8 in flight): (replies, how many ended in RequestTimeout, seconds)."""
+    def one(i: int):
+        try:
+            return req.send(target, f"Analyze ticket TCK-4821\nReproduction: job {i}")
+        except RequestTimeout:
+            return None
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as ex:
+        replies = list(ex.map(one, range(n)))
+    answered = [r for r in replies if r is not None]
+    return answered, n - len(answered), time.monotonic() - started
+
+
+def slot_mode_or_skip(members) -> None:
+    if {m.pool_mode for m in members} != {"slot"}:
+        pytest.skip("this broker dispatches $share itself: presence does not decide who takes a request")
+
+
+# -- open broker -----------------------------------------------------------------------------------------------
+def test_a_strangers_retained_presence_takes_no_share_of_the_pool(broker_url):
+    """The allow-list: ``analyst_pool`` counts only its own members; a presence for ``ghost`` or for a
+    fourth analyst the pool does not have does not count, so no request waits, not even once."""
+    unit, pool = uid("pm"), uid("analysts")
+    members = analyst_pool(pool, 3, unit=unit, broker=broker_url, pace=0.0)
+    slot_mode_or_skip(members)
+    mallory = open_stranger(broker_url)
+    fakes = ["ghost", f"analyst-{pool}-4"]
+    try:
+        assert all(mallory.announce(unit, pool, fake) == 0 for fake in fakes)
+    finally:
+        mallory.close()  # gone: only the retained presence messages stay
+    time.sleep(0.3)  # the members read them (before the fix: counted them live)
+    req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
+    try:
+        replies, unanswered, took = send_all(req, f"pool:{pool}")
+        assert unanswered == 0, f"{unanswered} of {N} pooled requests unanswered after a stranger's presence"
+        assert req.stats.retries == 0 and all(r.state == COMPLETED for r in replies)
+        assert {r.responder for r in replies} <= {m.agent for m in members}
+        assert sum(m.stats.executions for m in members) == N  # each request ran once
+        assert all(m.live_members == {x.agent for x in members} for m in members)
+        assert all(m.pool_membership.not_allowed >= 2 for m in members)
+    finally:
+        clear_presence(broker_url, unit, fakes)
+
+
+def clear_presence(broker_url: str, unit: str, agents) -> None:
+    cleaner = open_stranger(broker_url)
+    for agent in agents:
+        cleaner.publish(f"$a2a/v1/event/{ORG}/{unit}/{agent}", b"", retain=True)
+    cleaner.close()
+
+
+def serve_pool(broker_url: str, unit: str, pool: str, members: int) -> subprocess.Popen:
+    env = {**os.environ, "A2A_BROKER_URL": broker_url, "PYTHONUNBUFFERED": "1"}
+    env.pop("A2A_BROKER_CREDENTIALS", None)
+    proc = subprocess.Popen(CLI + ["serve", "analyst", "--pool", pool, "--unit", unit, "--members", str(members),
+                                   "--pace", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(members):
+        line = proc.stdout.readline()
+        assert "serving pool" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
+    if "(slot dispatch)" not in line:
+        stop(proc)
+        pytest.skip("this broker dispatches $share itself: presence does not decide who takes a request")
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def test_a_presence_under_a_members_name_that_never_answers_costs_one_takeover(broker_url):
+    """``serve analyst --pool`` processes allow ``analyst-{pool}-*`` (their names are random): on an open
+    broker a stranger can take such a name. The request it wins is taken over after ``TAKEOVER_S``,
+    then the name is silent and the rest go straight to real members."""
+    unit, pool = uid("pm"), uid("analysts")
+    proc = serve_pool(broker_url, unit, pool, 3)
+    fake = f"analyst-{pool}-ghost"
+    try:
+        mallory = open_stranger(broker_url)
+        assert mallory.announce(unit, pool, fake) == 0
+        mallory.close()
+        time.sleep(0.3)
+        req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
+        replies, unanswered, took = send_all(req, f"pool:{pool}")
+        assert unanswered == 0, f"{unanswered} of {N} pooled requests unanswered after a fake member's presence"
+        assert all(r.state == COMPLETED for r in replies) and fake not in {r.responder for r in replies}
+        # the requests that met the fake while it still counted waited one takeover, then it was silent
+        assert req.stats.retries <= 8, req.stats
+        assert took < 4 * pools.TAKEOVER_S + 2, took
+        later, unanswered, _ = send_all(req, f"pool:{pool}", 8)
+        assert unanswered == 0 and all(not r.attempts[0].outcome.startswith("no reply") for r in later)
+    finally:
+        stop(proc)
+        clear_presence(broker_url, unit, [fake])
+
+
+def test_a_member_that_stops_answering_but_stays_connected_loses_nothing(broker_url):
+    """A ``serve analyst --pool`` process stopped with SIGSTOP keeps its connection (and its online
+    presence) until its keep-alive runs out; before the fix its share of the requests went unanswered
+    all that time. Now the other process's members take them over."""
+    unit, pool = uid("pm"), uid("analysts")
+    working = serve_pool(broker_url, unit, pool, 2)
+    frozen = serve_pool(broker_url, unit, pool, 1)
+    try:
+        time.sleep(0.3)  # each process knows the other's members
+        frozen.send_signal(signal.SIGSTOP)
+        req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
+        replies, unanswered, took = send_all(req, f"pool:{pool}")
+        assert unanswered == 0, f"{unanswered} of {N} pooled requests unanswered with one member frozen"
+        assert all(r.state == COMPLETED for r in replies)
+        assert len({r.responder for r in replies}) == 2  # the two members that answer
+        assert took < 4 * pools.TAKEOVER_S + 2, took
+    finally:
+        stop(frozen)  # SIGKILL ends a stopped process too
+        stop(working)
+
+
+# -- secure broker ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def secure_broker():
+    broker = SecureBroker().start()
+    yield broker
+    broker.stop()
+
+
+def test_on_the_secure_broker_a_login_outside_the_pool_takes_no_share(secure_broker):
+    """``cli`` (a valid login, not a pool member) can announce a presence only on its own event
+    topic, which the members do not count; speaking for a member, or claiming for one, is refused."""
+    members = analyst_pool("analysts", 3, broker=secure_broker.credentials, pace=0.0)
+    slot_mode_or_skip(members)
+    ep = secure_broker.credentials("cli")
+    mallory = Stranger(ep.host, ep.port, "ignored", endpoint=ep)
+    try:
+        assert mallory.announce("support", "analysts", "cli") == 0  # its own event topic: allowed
+        assert mallory.announce("support", "analysts", "analyst-analysts-4") == NOT_AUTHORIZED
+        time.sleep(0.3)
+        req = Requester("coordinator", broker=secure_broker.credentials("coordinator"), retry=SHORT)
+        replies, unanswered, took = send_all(req, "pool:analysts")
+        assert unanswered == 0, f"{unanswered} of {N} pooled requests unanswered after a non-member's presence"
+        assert req.stats.retries == 0 and all(r.state == COMPLETED for r in replies)
+        # the members' own claims are allowed (else each request would run twice: taken over)
+        assert sum(m.stats.executions for m in members) == N
+        assert all(m.pool_membership.taken_over == 0 for m in members)
+        assert all(m.live_members == {x.agent for x in members} for m in members)
+        # nor can it keep the members from taking over: claiming for a member, or as itself, is refused
+        for agent in ("analyst-analysts-1", "cli"):
+            topic = pools.claims_topic(ORG, "support", "analysts", agent)
+            assert mallory.publish(topic, b"", correlation=b"\x01") == NOT_AUTHORIZED
+    finally:
+        for m in members:
+            m.stop()
+        mallory.publish(f"$a2a/v1/event/{ORG}/support/cli", b"", retain=True)
+        mallory.close()
