@@ -4,13 +4,22 @@ Profile: Discovery Subscriber Behavior (scoped filter, retained messages are cur
 retained message replaces, an empty retained message unregisters), Presence Subscriber Behavior
 (``a2a-status`` is advisory; no card means unregistered), Optional Broker-Managed Status (a value
 with ``a2a-status-source=broker`` is preferred over the agent's own).
+
+A card is a peer's data: any program that may publish on the discovery topics can put anything
+there. Every payload becomes an entry (an empty one unregisters): one that is no usable JSON
+(``cards.parse_card``: above 64 KiB, nested deeper than 64 levels, not UTF-8 JSON) keeps ``error``
+and an empty card, and ``problems`` lists what ``cards.check_card`` finds wrong with any other.
+``find`` selects among valid cards only; the views show every entry and mark the invalid ones
+("card not valid: skills must be a non-empty list"). At most ``MAX_AGENTS`` (1,000) agents are
+kept; the cards of more are left out and noted in ``invalid``.
 """
 from __future__ import annotations
 
-import json
+import collections
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
@@ -30,14 +39,67 @@ class AgentEntry:
     updated_at: float
     retained: bool
     history: list = field(default_factory=list)  # (time, status, source)
+    error: Optional[str] = None  # why the payload is no card at all (then ``card`` is empty)
 
     @property
     def online(self) -> bool:
         return self.status == properties.ONLINE
 
-    @property
+    @cached_property
     def problems(self) -> list[str]:
-        return cards.check_card(self.card)
+        """What is wrong with the card (``cards.check_card``, or why it is no card); ``[]`` when valid."""
+        return [self.error] if self.error else cards.check_card(self.card)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    @property
+    def verdict(self) -> str:
+        """``""`` for a valid card, else one line: ``card not valid: skills must be a non-empty list``
+        (the first problem, and how many more)."""
+        if not self.problems:
+            return ""
+        first = self.problems[0].removeprefix("card.")
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        return f"card not valid: {first}{more}"
+
+    @property
+    def tags(self) -> set[str]:
+        """Every tag of every skill of a valid card (an invalid card offers none)."""
+        if not self.valid:
+            return set()
+        return {t for s in self.card["skills"] for t in s["tags"]}
+
+
+MAX_HISTORY = 100
+"""Presence changes kept per agent (``AgentEntry.history``, the latest)."""
+
+
+def _card_of(payload: bytes) -> tuple[dict, Optional[str]]:
+    """(card, None), or ({}, why the payload is no card object) (``cards.parse_card``)."""
+    try:
+        card = cards.parse_card(payload)
+    except ValueError as exc:
+        return {}, str(exc)
+    if not isinstance(card, dict):
+        return {}, f"card is a JSON {type(card).__name__}, not an object"
+    return card, None
+
+
+def _skills(card: dict) -> list[dict]:
+    skills = card.get("skills")
+    return [s for s in skills if isinstance(s, dict)] if isinstance(skills, list) else []
+
+
+def skill_ids(card: dict) -> list[str]:
+    """The ids of a card's skills that have a text id (what of an invalid card is readable)."""
+    return [s["id"] for s in _skills(card) if isinstance(s.get("id"), str)]
+
+
+def skill_tags(card: dict) -> set[str]:
+    """The text tags of a card's skills (what of an invalid card is readable)."""
+    return {t for s in _skills(card) if isinstance(s.get("tags"), list) for t in s["tags"] if isinstance(t, str)}
 
 
 def presence_of(msg: MqttMessage, previous: Optional[AgentEntry]) -> tuple[Optional[str], Optional[str]]:
@@ -50,6 +112,12 @@ def presence_of(msg: MqttMessage, previous: Optional[AgentEntry]) -> tuple[Optio
     return status, source
 
 
+MAX_AGENTS = 1000
+"""Agents a ``Discovery`` keeps; the cards of more are noted in ``invalid``, not kept."""
+MAX_INVALID = 100
+"""Notes kept in ``Discovery.invalid`` (the latest)."""
+
+
 class Discovery:
     """Subscribe to ``$a2a/v1/discovery/{org}/{unit}/+`` and keep the current card of each agent."""
 
@@ -58,7 +126,7 @@ class Discovery:
                  on_change: Optional[Callable[[str, Optional[AgentEntry]], None]] = None):
         self.org, self.unit = org, unit
         self.entries: dict[str, AgentEntry] = {}
-        self.invalid: list[tuple[str, str]] = []  # (topic, why)
+        self.invalid: collections.deque[tuple[str, str]] = collections.deque(maxlen=MAX_INVALID)  # (topic, why)
         self.on_change = on_change
         self._cond = threading.Condition()
         self.session = Session(org, unit if unit != "+" else "all", agent, broker=broker)
@@ -77,15 +145,16 @@ class Discovery:
                 if removed is None:
                     return
             else:
-                try:
-                    card = json.loads(msg.payload)
-                except ValueError as exc:
-                    self.invalid.append((msg.topic, f"card is not JSON: {exc}"))
-                    return
                 prev = self.entries.get(key)
+                if prev is None and len(self.entries) >= MAX_AGENTS:
+                    self.invalid.append((msg.topic, f"not kept: this discovery already holds {MAX_AGENTS} agents"))
+                    return
+                card, error = _card_of(msg.payload)
+                if error is not None:
+                    self.invalid.append((msg.topic, error))
                 status, source = presence_of(msg, prev)
                 entry = AgentEntry(key, info.org, info.unit, card, status, source, msg.received_at or time.time(),
-                                   msg.retain, list(prev.history) if prev else [])
+                                   msg.retain, list(prev.history)[-MAX_HISTORY + 1:] if prev else [], error)
                 entry.history.append((entry.updated_at, status, source))
                 self.entries[key] = entry
                 self._cond.notify_all()
@@ -102,13 +171,17 @@ class Discovery:
             return sorted(self.entries)
 
     def find(self, tags: Iterable[str] = (), capabilities: Iterable[str] = (), schemes=None,
-             online_only: bool = False) -> list[AgentEntry]:
+             online_only: bool = False, valid_only: bool = True) -> list[AgentEntry]:
         """Agents whose card has a skill with all ``tags``, the ``capabilities`` and security
-        requirements the ``schemes`` held can satisfy (the walkthrough's three checks)."""
+        requirements the ``schemes`` held can satisfy (the walkthrough's three checks).
+
+        Only valid cards (no ``problems``) unless ``valid_only=False``: the discovery browser shows
+        the others too, marked."""
         with self._cond:
             entries = list(self.entries.values())
         return [e for e in entries
-                if cards.card_matches(e.card, tags=tags, capabilities=capabilities, schemes=schemes)
+                if (e.valid or not valid_only)
+                and cards.card_matches(e.card, tags=tags, capabilities=capabilities, schemes=schemes)
                 and (e.online or not online_only)]
 
     def wait_for(self, agent: str, status: Optional[str] = None, timeout: float = 5.0,
@@ -162,14 +235,20 @@ class Discovery:
         return f"last seen: {last}; agents seen on {where}: {seen or 'none'}"
 
     def table(self) -> list[dict]:
-        """One row per agent (for a DataFrame or a printout)."""
+        """One row per agent (for a DataFrame or a printout). A card that is not valid shows what
+        of it is readable and says what is wrong in ``card`` (``""`` for a valid card)."""
         with self._cond:
             entries = sorted(self.entries.values(), key=lambda e: e.agent)
-        return [{"agent": e.agent, "name": e.card.get("name"), "status": e.status, "source": e.status_source,
-                 "skills": ", ".join(s.get("id", "") for s in e.card.get("skills", [])),
-                 "tags": ", ".join(sorted({t for s in e.card.get("skills", []) for t in s.get("tags", [])})),
-                 "streaming": bool(e.card.get("capabilities", {}).get("streaming")),
-                 "card problems": len(e.problems)} for e in entries]
+        rows = []
+        for e in entries:
+            name = e.card.get("name")
+            caps = e.card.get("capabilities")
+            rows.append({"agent": e.agent, "name": name if isinstance(name, str) else None, "status": e.status,
+                         "source": e.status_source, "skills": ", ".join(skill_ids(e.card)),
+                         "tags": ", ".join(sorted(skill_tags(e.card))),
+                         "streaming": isinstance(caps, dict) and caps.get("streaming") is True,
+                         "card problems": len(e.problems), "card": e.verdict})
+        return rows
 
     def close(self) -> None:
         self.session.close()

@@ -13,6 +13,16 @@ from ..protocol.properties import redact
 
 # -- discovery (presence badges and the card table of the discovery browser) -----------------------
 PRESENCE_COLOURS = {"online": "#43a047", "offline": "#9e9e9e"}
+TABLE_ROWS = 200
+"""Agents shown in one table; the rest are counted below it."""
+CELL_CHARS = 60
+"""A peer's text (name, skill id, tag, problem) is cut to this many characters in a cell."""
+
+
+def cell_text(text: Any, limit: int = CELL_CHARS) -> str:
+    """A peer's text for a cell: cut to ``limit`` characters, escaped."""
+    s = str(text)
+    return html.escape(s if len(s) <= limit else s[:limit - 1] + "…")
 
 
 def presence_badge(status: Any, source: Any = None) -> str:
@@ -20,39 +30,61 @@ def presence_badge(status: Any, source: Any = None) -> str:
     if not status:
         return '<span style="color:#9e9e9e">unknown</span>'
     colour = PRESENCE_COLOURS.get(status, "#607d8b")
-    src = f' <small style="color:#757575">({html.escape(str(source))})</small>' if source else ""
+    src = f' <small style="color:#757575">({cell_text(source)})</small>' if source else ""
     return (f'<span style="background:{colour};color:white;border-radius:4px;padding:1px 6px;'
-            f'font-family:monospace">{html.escape(str(status))}</span>{src}')
+            f'font-family:monospace">{cell_text(status)}</span>{src}')
 
 
-def agents_table_html(entries, highlight_tags=()) -> str:
+def agents_table_html(entries, highlight_tags=(), max_rows: int = TABLE_ROWS) -> str:
     """One row per discovered agent (``Discovery`` entries): presence, skills and their tags,
-    capabilities and the number of card problems. Tags named in ``highlight_tags`` are bold."""
+    capabilities and what is wrong with the card. Tags named in ``highlight_tags`` are bold.
+
+    Cards are a peer's data: what is readable is shown (text names, skills with a text id, text
+    tags), every text cut to ``CELL_CHARS`` and escaped; an invalid card says so in its row
+    ("card not valid: skills must be a non-empty list", every problem in the tooltip). At most
+    ``max_rows`` rows; the others are counted."""
     wanted = {t.lower() for t in highlight_tags}
     if not entries:
         return "<p><i>no agent matches</i></p>"
 
     def tag(t: str) -> str:
-        text = html.escape(t)
+        text = cell_text(t)
         return f"<b>{text}</b>" if t.lower() in wanted else text
 
     head = "".join(f"<th style='text-align:left'>{h}</th>" for h in
                    ("agent", "name", "status", "skills (tags)", "streaming", "card problems"))
     rows = []
-    for e in entries:
-        card = e.card or {}
-        skills = "<br>".join(
-            f"<code>{html.escape(str(s.get('id', '')))}</code> ({', '.join(tag(t) for t in s.get('tags', []))})"
-            for s in card.get("skills", []) if isinstance(s, dict))
-        streaming = "yes" if (card.get("capabilities") or {}).get("streaming") else "no"
-        problems = len(e.problems)
+    for e in entries[:max_rows]:
+        card = e.card if isinstance(e.card, dict) else {}
+        skills = card.get("skills")
+        skills = [s for s in skills if isinstance(s, dict)] if isinstance(skills, list) else []
+        shown = []
+        for s in skills[:20]:
+            tags = s.get("tags") if isinstance(s.get("tags"), list) else []
+            sid = s.get("id") if isinstance(s.get("id"), str) else "?"
+            shown.append(f"<code>{cell_text(sid)}</code> ({', '.join(tag(t) for t in tags[:20] if isinstance(t, str))})")
+        if len(skills) > 20:
+            shown.append(f"<small>… {len(skills) - 20} more</small>")
+        caps = card.get("capabilities")
+        streaming = "yes" if isinstance(caps, dict) and caps.get("streaming") is True else "no"
+        name = card.get("name")
+        problems = e.problems
+        if problems:
+            listed = "\n".join(str(p)[:200] for p in problems[:10]) + (
+                f"\n… {len(problems) - 10} more" if len(problems) > 10 else "")
+            verdict = (f"<span style='color:#c62828' title='{html.escape(listed, quote=True)}'>"
+                       f"{cell_text(e.verdict, 2 * CELL_CHARS)}</span>")
+        else:
+            verdict = "0"
         rows.append(
-            f"<tr><td style='text-align:left'><code>{html.escape(e.agent)}</code></td>"
-            f"<td style='text-align:left'>{html.escape(str(card.get('name', '')))}</td>"
+            f"<tr><td style='text-align:left'><code>{cell_text(e.agent)}</code></td>"
+            f"<td style='text-align:left'>{cell_text(name) if isinstance(name, str) else ''}</td>"
             f"<td style='text-align:left'>{presence_badge(e.status, e.status_source)}</td>"
-            f"<td style='text-align:left'>{skills}</td><td>{streaming}</td>"
-            f"<td>{problems if problems else '0'}</td></tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<td style='text-align:left'>{'<br>'.join(shown)}</td><td>{streaming}</td>"
+            f"<td style='text-align:left'>{verdict}</td></tr>")
+    more = (f"<p><small>… and {len(entries) - max_rows} more agent(s) not shown</small></p>"
+            if len(entries) > max_rows else "")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
 
 
 # -- one MQTT message: its v5 properties next to its JSON payload ----------------------------------

@@ -25,8 +25,9 @@ from typing import Any, Iterable, Optional, Union
 import ipywidgets as W
 from IPython import get_ipython
 
+from ..agents.discovery import skill_tags
 from ..protocol import messages, states
-from .display import agents_table_html
+from .display import agents_table_html, cell_text
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -68,12 +69,17 @@ def parse_tags(text: str) -> list[str]:
     return [t for t in re.split(r"[\s,]+", text or "") if t]
 
 
+KNOWN_TAGS = 100
+"""Tags listed above the discovery browser's table; the rest are counted."""
+
+
 class DiscoveryBrowser:
     """A tag filter and a live table of the Agent Cards a ``Discovery`` holds.
 
     The table is rebuilt whenever the filter changes and whenever the discovery reports a card
     (``Discovery.on_change``, called on paho's network thread). An ``on_change`` the discovery
-    already had keeps being called; ``close()`` puts it back.
+    already had keeps being called; ``close()`` puts it back. Cards are a peer's data: the table
+    shows what is readable of each and marks a card that is not valid (``agents_table_html``).
     """
 
     def __init__(self, discovery, tags: str = ""):
@@ -97,17 +103,17 @@ class DiscoveryBrowser:
         return parse_tags(self.filter.value)
 
     def entries(self) -> list:
-        """The discovery's entries that have a skill carrying every tag of the filter."""
-        return sorted(self.discovery.find(tags=self.tags), key=lambda e: e.agent)
+        """The discovery's entries that have a skill carrying every tag of the filter; cards that
+        are not valid too (the table marks them)."""
+        return sorted(self.discovery.find(tags=self.tags, valid_only=False), key=lambda e: e.agent)
 
     def known_tags(self) -> list[str]:
+        """Every text tag on the skills of the cards (also the readable ones of an invalid card)."""
         found: set[str] = set()
         for agent in self.discovery.agents():
             e = self.discovery.get(agent)
-            if e is None:
-                continue
-            for s in e.card.get("skills", []):
-                found.update(t for t in s.get("tags", []) if isinstance(t, str))
+            if e is not None:
+                found.update(skill_tags(e.card))
         return sorted(found)
 
     def render(self) -> str:
@@ -117,7 +123,7 @@ class DiscoveryBrowser:
                    f"<code>$a2a/v1/discovery/{html.escape(self.discovery.org)}/"
                    f"{html.escape(self.discovery.unit)}/+</code>")
         if self.tags:
-            caption += f" with skill tags {', '.join(f'<b>{html.escape(t)}</b>' for t in self.tags)}"
+            caption += f" with skill tags {', '.join(f'<b>{cell_text(t)}</b>' for t in self.tags)}"
         caption += "</small></p>"
         return caption + agents_table_html(entries, self.tags)
 
@@ -125,8 +131,9 @@ class DiscoveryBrowser:
         """Rebuild the table (thread-safe: may run on paho's network thread)."""
         with self._lock:
             tags = self.known_tags()
-            self.known.value = ("<small>known tags: " + (", ".join(html.escape(t) for t in tags) or "none yet")
-                                + "</small>")
+            shown = ", ".join(cell_text(t) for t in tags[:KNOWN_TAGS])
+            more = f" and {len(tags) - KNOWN_TAGS} more" if len(tags) > KNOWN_TAGS else ""
+            self.known.value = f"<small>known tags: {shown or 'none yet'}{more}</small>"
             self.table.value = self.render()
             self.updates += 1
 

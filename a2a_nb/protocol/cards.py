@@ -370,7 +370,7 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
-def _list(value: Any) -> list:
+def _list(value: Any) -> list[Any]:
     """``value`` when it is a list, else no items (a peer's card may hold anything)."""
     return value if isinstance(value, list) else []
 

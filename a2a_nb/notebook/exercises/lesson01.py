@@ -17,12 +17,8 @@ CRASH_SOURCE = "Who said the backup desk is offline?"
 
 
 def _tags(entry: AgentEntry) -> set[str]:
-    """Every tag of every skill on the entry's card."""
-    found: set[str] = set()
-    for skill in entry.card.get("skills", []):
-        if isinstance(skill, dict):
-            found.update(t for t in skill.get("tags", []) if isinstance(t, str))
-    return found
+    """Every tag of every skill on the entry's card, when the card is valid (what ``find`` selects by)."""
+    return entry.tags
 
 
 def _names(answer: Any) -> Optional[list[str]]:
