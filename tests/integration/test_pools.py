@@ -310,3 +310,34 @@ def test_a_pooled_stream_item_without_responder_id_is_a_protocol_error(broker_ur
     assert req.stats.ignored_unknown_correlation == before + 1, \
         "the failed stream's Correlation Data stayed in the in-flight map"
     assert uuid.UUID(stream.task_id).version == 4
+
+
+# -- claims: the other members see who took a request ---------------------------------------------------------
+def test_each_pooled_request_is_claimed_once_by_the_member_that_answers_it(broker_url, unit):
+    """Slot mode: the winner claims every request it takes on ``$a2a-nb-pool/{org}/{unit}/{pool}/{agent}``
+    (Correlation Data of the request), so the others never take it over in the normal case."""
+    pool = uid("analysts")
+    work = CountingWork()
+    members = kit_pool(broker_url, unit, pool, work)
+    if members[0].pool_mode != "slot":
+        pytest.skip("the broker dispatches $share itself: no claims")
+    claims: list[MqttMessage] = []
+    watcher = Session(ORG, unit, uid("watcher"), broker=broker_url)
+    watcher.subscribe(pools.claims_filter(ORG, unit, pool), handler=claims.append)
+    req = Requester(uid("coord"), unit=unit, broker=broker_url, retry=SHORT)
+    n = 20
+    with ThreadPoolExecutor(8) as ex:
+        replies = list(ex.map(lambda i: req.send(f"pool:{pool}", f"job {i}"), range(n)))
+    deadline = time.time() + 2
+    while time.time() < deadline and len(claims) < n:
+        time.sleep(0.01)
+    by_correlation = Counter(m.correlation_data for m in claims)
+    assert len(by_correlation) == n and set(by_correlation.values()) == {1}, by_correlation
+    for r in replies:
+        (claim,) = [m for m in claims if m.correlation_data == bytes.fromhex(r.attempts[-1].correlation)]
+        assert claim.topic == pools.claims_topic(ORG, unit, pool, r.responder) and claim.payload == b""
+    assert Counter(t for _, t in work.runs) == Counter(r.task_id for r in replies)
+    deadline = time.time() + 2  # the members read the same claims
+    while time.time() < deadline and any(m.pool_membership.waiting for m in members):
+        time.sleep(0.01)
+    assert all(m.pool_membership.taken_over == 0 and m.pool_membership.waiting == 0 for m in members)

@@ -131,3 +131,94 @@ def test_card_status_of_discovery_messages():
     assert pools.card_status(MqttMessage(topic, b"{}", user_properties=((properties.STATUS, "online"),))) \
         == ("desk", True)
     assert pools.card_status(MqttMessage("$a2a/v1/event/acme/support/desk", b"{}")) is None
+
+
+# -- only allowed members count; an unclaimed request is taken over (issue 25 item 1) -------------------------
+def test_the_allow_list_takes_names_and_prefixes_and_none_allows_everyone():
+    assert pools.allows(None, "anyone")
+    allowed = ["analyst-a", "analyst-pool-*"]
+    assert pools.allows(allowed, "analyst-a") and pools.allows(allowed, "analyst-pool-3f2a1c")
+    assert not pools.allows(allowed, "analyst-b") and not pools.allows(allowed, "ghost")
+    assert not pools.allows(allowed, "analyst-a-2")  # a name is not a prefix
+    assert not pools.allows([], "analyst-a")
+
+
+def test_a_presence_outside_the_allow_list_does_not_count():
+    m = pools.Membership("analyst-a", "analysts", ["analyst-a", "analyst-b"])
+    m.saw_presence(pools.Presence("analysts", "analyst-b", True))
+    m.saw_presence(pools.Presence("analysts", "ghost", True))
+    assert m.live == {"analyst-a", "analyst-b"} and m.not_allowed == 1
+    assert all(m.arrived(k, b"c" + k.encode(), k, 10, 0.0) == (pools.claim(k, MEMBERS[:2]) == "analyst-a")
+               for k in KEYS[:50])
+
+
+def waiting_member(me: str = "analyst-a") -> pools.Membership:
+    m: pools.Membership[str] = pools.Membership(me, "analysts", takeover_s=1.0)
+    for name in MEMBERS:
+        m.saw_presence(pools.Presence("analysts", name, True))
+    return m
+
+
+def keys_won_by(winner: str, n: int, members=MEMBERS) -> list[str]:
+    return [k for k in KEYS if pools.claim(k, members) == winner][:n]
+
+
+def test_a_claimed_request_is_not_taken_over():
+    m = waiting_member()
+    (key,) = keys_won_by("analyst-b", 1)
+    assert m.arrived(key, b"corr", "request", 100, now=0.0) is False
+    assert m.waiting == 1 and m.next_deadline() == 1.0
+    m.saw_claim("analyst-b", b"corr")
+    assert m.waiting == 0 and m.due(now=5.0) == [] and m.taken_over == 0
+    assert m.live == set(MEMBERS)
+
+
+def test_an_unclaimed_request_moves_to_the_next_live_member_and_its_winner_falls_silent():
+    m = waiting_member("analyst-a")
+    survivors = ["analyst-a", "analyst-c"]
+    ours = [k for k in keys_won_by("analyst-b", 40) if pools.claim(k, survivors) == "analyst-a"][:3]
+    theirs = [k for k in keys_won_by("analyst-b", 40) if pools.claim(k, survivors) == "analyst-c"][:1]
+    for i, key in enumerate(ours + theirs):
+        m.arrived(key, bytes([i + 1]), key, 100, now=0.0)
+    assert m.due(now=0.99) == []  # the winner still has time
+    assert sorted(m.due(now=1.0)) == sorted(ours) and m.taken_over == 3
+    assert m.live == set(survivors)  # silent: later requests go straight to the others
+    assert m.waiting == 1 and m.next_deadline() == 2.0  # analyst-c gets its second to claim
+    m.saw_claim("analyst-c", bytes([4]))
+    assert m.waiting == 0
+    m.saw_claim("analyst-b", b"\x09")  # the silent member claims something again: it counts again
+    assert m.live == set(MEMBERS)
+
+
+def test_a_silent_member_counts_again_when_it_announces_itself_online():
+    m = waiting_member()
+    (key,) = keys_won_by("analyst-b", 1)
+    m.arrived(key, b"corr", key, 10, now=0.0)
+    m.due(now=1.0)
+    assert "analyst-b" not in m.live
+    m.saw_presence(pools.Presence("analysts", "analyst-b", True))
+    assert "analyst-b" in m.live
+
+
+def test_claims_of_names_outside_the_allow_list_change_nothing():
+    m: pools.Membership[str] = pools.Membership("analyst-a", "analysts", ["analyst-a", "analyst-b"], takeover_s=1.0)
+    m.saw_presence(pools.Presence("analysts", "analyst-b", True))
+    (key,) = keys_won_by("analyst-b", 1, ["analyst-a", "analyst-b"])
+    m.arrived(key, b"corr", key, 10, now=0.0)
+    m.saw_claim("mallory", b"corr")  # a stranger cannot stop the takeover
+    assert m.due(now=1.0) == [key]
+
+
+def test_the_requests_kept_for_a_takeover_are_bounded_in_number_and_bytes():
+    m: pools.Membership[str] = pools.Membership("analyst-a", "analysts", takeover_s=1.0, max_waiting=3,
+                                                max_waiting_bytes=1000)
+    m.saw_presence(pools.Presence("analysts", "analyst-b", True))
+    keys = keys_won_by("analyst-b", 6, ["analyst-a", "analyst-b"])
+    for i, key in enumerate(keys[:4]):
+        m.arrived(key, bytes([i + 1]), key, 100, now=0.0)
+    assert m.waiting == 3 and m.unwatched == 1
+    m.saw_claim("analyst-b", b"\x01")
+    assert m.arrived(keys[4], b"\x10", keys[4], 950, now=0.0) is False and m.unwatched == 2  # 1,150 bytes
+    assert m.arrived(keys[5], b"", keys[5], 10, now=0.0) is False and m.waiting == 2  # no correlation: not kept
+    m.forget()
+    assert m.waiting == 0 and m.next_deadline() is None
