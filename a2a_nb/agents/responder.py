@@ -221,9 +221,9 @@ class Responder:
     def _on_claim(self, msg: MqttMessage) -> None:
         """Network thread: another member took a pooled request; nobody else waits for it."""
         seen = pools.read_claim(msg)
-        if seen is not None and seen[0] != self.agent:
+        if seen is not None and seen.agent != self.agent:
             with self._members_lock:
-                self._members.saw_claim(*seen)
+                self._members.saw_claim(seen)
 
     @property
     def live_members(self) -> frozenset[str]:
@@ -243,7 +243,8 @@ class Responder:
         key = pools.pool_key(msg.payload, msg.correlation_data)
         with self._members_lock:
             take = self._members.arrived(key, msg.correlation_data, msg, len(msg.payload), time.monotonic())
-        if not take:
+            first = self._members.waiting == 1
+        if not take and first:  # a later one has a later deadline: the watcher wakes for the earliest anyway
             self._takeover_wake.set()
         return take
 
@@ -258,20 +259,21 @@ class Responder:
             self._takeover_wake.clear()
             with self._members_lock:
                 mine = self._members.due(time.monotonic())
-            for msg in mine:
+            for msg, silent in mine:
                 if self._stopping:
                     return
-                log.info("%s: took over a request of pool %s that its winner did not claim", self.agent, self.pool)
-                self._take_pooled(msg)
+                log.info("%s: took over a request of pool %s that %s did not claim", self.agent, self.pool, silent)
+                self._take_pooled(msg, silent)
 
-    def _take_pooled(self, msg: MqttMessage) -> None:
-        """Slot mode: claim the request (the other members stop waiting for it), then run it."""
+    def _take_pooled(self, msg: MqttMessage, silent: Optional[str] = None) -> None:
+        """Slot mode: claim the request (the other members stop waiting for it), then run it.
+        ``silent``: the winner this member takes it over from."""
         if self.frozen:
             return
         if msg.correlation_data:
             try:
                 self.session.publish_then(pools.claim_message(self.org, self.unit, self.pool or "", self.agent,
-                                                              msg.correlation_data), self._claim_acked)
+                                                              msg.correlation_data, silent), self._claim_acked)
             except Exception as exc:  # no claim: the others take it over too (a duplicate, never a loss)
                 log.warning("%s: could not claim a pooled request: %s", self.agent, exc)
         self._intake(msg, pooled=True)

@@ -27,8 +27,9 @@ Two rules keep a client that is not a member from taking a share of the requests
   ``$a2a/``, so recordings do not show it; on the secure broker only the pool's members may write
   there). The other members keep the request: when no claim came within ``takeover_s`` (1 s), its
   winner is *silent* (not live until a claim or an ``online`` presence of it is seen again), and the
-  winner among the remaining live members takes it, and claims it. A presence for a member that
-  never answers therefore costs one request a second's delay, once, instead of a share of all.
+  winner among the remaining live members takes it and claims it, naming the silent one (so the
+  members that had not waited for it agree). A presence for a member that never answers therefore
+  costs the requests that reach it within that second a second's delay, instead of a share of all.
 """
 from __future__ import annotations
 
@@ -144,16 +145,39 @@ def claims_filter(org: str, unit: str, pool: str) -> str:
     return claims_topic(org, unit, pool, "x")[:-1] + "+"
 
 
-def claim_message(org: str, unit: str, pool: str, agent: str, correlation: bytes) -> MqttMessage:
-    """``agent`` took the pooled request with this Correlation Data (no payload, not retained)."""
-    return MqttMessage(claims_topic(org, unit, pool, agent), b"", qos=1, correlation_data=correlation)
+class Claim(NamedTuple):
+    """``agent`` took the pooled request with Correlation Data ``correlation``; ``silent``: the
+    winner it took the request over from (None: it won the request itself)."""
+
+    agent: str
+    correlation: bytes
+    silent: Optional[str] = None
 
 
-def read_claim(msg: MqttMessage) -> Optional[tuple[str, bytes]]:
-    """``(agent, correlation)`` of a claim message, or None when it is not one."""
+MAX_CLAIM_BYTES = 256
+"""A claim's payload is empty, or ``{"silent": "<agent>"}`` for a takeover; a longer one is read as empty."""
+
+
+def claim_message(org: str, unit: str, pool: str, agent: str, correlation: bytes,
+                  silent: Optional[str] = None) -> MqttMessage:
+    """``agent`` took the pooled request with this Correlation Data (not retained). A takeover names
+    the silent winner, so the members that had not found it silent yet agree with this one."""
+    payload = b"" if silent is None else encode_json({"silent": silent})
+    return MqttMessage(claims_topic(org, unit, pool, agent), payload, qos=1, correlation_data=correlation)
+
+
+def read_claim(msg: MqttMessage) -> Optional[Claim]:
+    """The claim a message makes, or None when it is not one."""
     if not msg.topic.startswith(CLAIMS_PREFIX + "/") or not msg.correlation_data:
         return None
-    return msg.topic.rsplit("/", 1)[1], msg.correlation_data
+    silent = None
+    if msg.payload and len(msg.payload) <= MAX_CLAIM_BYTES:
+        try:
+            named = json.loads(msg.payload).get("silent")
+        except (ValueError, AttributeError):
+            named = None
+        silent = named if isinstance(named, str) else None
+    return Claim(msg.topic.rsplit("/", 1)[1], msg.correlation_data, silent)
 
 
 def card_status(msg: MqttMessage) -> Optional[tuple[str, bool]]:
@@ -258,26 +282,29 @@ class Membership(Generic[T]):
         self._waiting_bytes += size
         return False
 
-    def saw_claim(self, agent: str, correlation: bytes) -> None:
-        """An allowed member claimed a request: nobody else takes it, and that member is not silent."""
-        if not allows(self.allowed, agent):
+    def saw_claim(self, claim: Claim) -> None:
+        """An allowed member claimed a request: nobody else takes it, and that member is not silent.
+        A takeover's silent winner is silent here too (this member may not have waited for it)."""
+        if not allows(self.allowed, claim.agent):
             return
-        gone = self._waiting.pop(correlation, None)
+        gone = self._waiting.pop(claim.correlation, None)
         if gone is not None:
             self._waiting_bytes -= gone.size
-        if agent in self._silent:
-            self._silent.discard(agent)
-            self._update()
+        self._silent.discard(claim.agent)
+        if claim.silent is not None and claim.silent not in (self.me, claim.agent):
+            self._silent.add(claim.silent)
+        self._update()
 
-    def due(self, now: float) -> list[T]:
-        """The requests this member takes over at ``now``: their winner did not claim them within
-        ``takeover_s``, so it is silent, and this member wins them among the remaining live ones.
-        Requests another member wins now wait ``takeover_s`` more for that one's claim."""
+    def due(self, now: float) -> list[tuple[T, str]]:
+        """The requests this member takes over at ``now``, each with the winner it takes it from: that
+        winner did not claim it within ``takeover_s``, so it is silent, and this member wins the
+        request among the remaining live ones. Requests another member wins now wait ``takeover_s``
+        more for that one's claim."""
         late = {w.winner for w in self._waiting.values() if w.deadline <= now and w.winner != self.me}
         if late:
             self._silent |= late
             self._update()
-        mine: list[T] = []
+        mine: list[tuple[T, str]] = []
         for correlation, w in list(self._waiting.items()):
             if w.winner in self.live:
                 continue  # its winner still has time to claim it
@@ -286,7 +313,7 @@ class Membership(Generic[T]):
                 del self._waiting[correlation]
                 self._waiting_bytes -= w.size
                 self.taken_over += 1
-                mine.append(w.request)
+                mine.append((w.request, w.winner))
             else:
                 w.winner, w.deadline = winner, now + self.takeover_s
         return mine

@@ -168,7 +168,7 @@ def test_a_claimed_request_is_not_taken_over():
     (key,) = keys_won_by("analyst-b", 1)
     assert m.arrived(key, b"corr", "request", 100, now=0.0) is False
     assert m.waiting == 1 and m.next_deadline() == 1.0
-    m.saw_claim("analyst-b", b"corr")
+    m.saw_claim(pools.Claim("analyst-b", b"corr"))
     assert m.waiting == 0 and m.due(now=5.0) == [] and m.taken_over == 0
     assert m.live == set(MEMBERS)
 
@@ -181,12 +181,12 @@ def test_an_unclaimed_request_moves_to_the_next_live_member_and_its_winner_falls
     for i, key in enumerate(ours + theirs):
         m.arrived(key, bytes([i + 1]), key, 100, now=0.0)
     assert m.due(now=0.99) == []  # the winner still has time
-    assert sorted(m.due(now=1.0)) == sorted(ours) and m.taken_over == 3
+    assert sorted(m.due(now=1.0)) == sorted((k, "analyst-b") for k in ours) and m.taken_over == 3
     assert m.live == set(survivors)  # silent: later requests go straight to the others
     assert m.waiting == 1 and m.next_deadline() == 2.0  # analyst-c gets its second to claim
-    m.saw_claim("analyst-c", bytes([4]))
+    m.saw_claim(pools.Claim("analyst-c", bytes([4]), silent="analyst-b"))
     assert m.waiting == 0
-    m.saw_claim("analyst-b", b"\x09")  # the silent member claims something again: it counts again
+    m.saw_claim(pools.Claim("analyst-b", b"\x09"))  # the silent member claims something again: it counts again
     assert m.live == set(MEMBERS)
 
 
@@ -205,8 +205,8 @@ def test_claims_of_names_outside_the_allow_list_change_nothing():
     m.saw_presence(pools.Presence("analysts", "analyst-b", True))
     (key,) = keys_won_by("analyst-b", 1, ["analyst-a", "analyst-b"])
     m.arrived(key, b"corr", key, 10, now=0.0)
-    m.saw_claim("mallory", b"corr")  # a stranger cannot stop the takeover
-    assert m.due(now=1.0) == [key]
+    m.saw_claim(pools.Claim("mallory", b"corr"))  # a stranger cannot stop the takeover
+    assert m.due(now=1.0) == [(key, "analyst-b")]
 
 
 def test_the_requests_kept_for_a_takeover_are_bounded_in_number_and_bytes():
@@ -217,8 +217,29 @@ def test_the_requests_kept_for_a_takeover_are_bounded_in_number_and_bytes():
     for i, key in enumerate(keys[:4]):
         m.arrived(key, bytes([i + 1]), key, 100, now=0.0)
     assert m.waiting == 3 and m.unwatched == 1
-    m.saw_claim("analyst-b", b"\x01")
+    m.saw_claim(pools.Claim("analyst-b", b"\x01"))
     assert m.arrived(keys[4], b"\x10", keys[4], 950, now=0.0) is False and m.unwatched == 2  # 1,150 bytes
     assert m.arrived(keys[5], b"", keys[5], 10, now=0.0) is False and m.waiting == 2  # no correlation: not kept
     m.forget()
     assert m.waiting == 0 and m.next_deadline() is None
+
+
+def test_a_takeover_claim_tells_the_members_that_did_not_wait_who_is_silent():
+    m = waiting_member("analyst-a")
+    m.saw_claim(pools.Claim("analyst-c", b"\x01", silent="analyst-b"))  # analyst-a never waited for that one
+    assert m.live == {"analyst-a", "analyst-c"}
+    m.saw_claim(pools.Claim("analyst-c", b"\x02", silent="analyst-a"))  # a member always counts itself
+    assert "analyst-a" in m.live
+
+
+def test_claim_messages_round_trip_and_odd_payloads_are_plain_claims():
+    plain = pools.claim_message("acme", "support", "analysts", "analyst-a", b"\x01\x02")
+    assert plain.topic == "$a2a-nb-pool/acme/support/analysts/analyst-a" and plain.payload == b""
+    assert pools.read_claim(plain) == pools.Claim("analyst-a", b"\x01\x02", None)
+    took = pools.claim_message("acme", "support", "analysts", "analyst-a", b"\x03", silent="analyst-b")
+    assert pools.read_claim(took) == pools.Claim("analyst-a", b"\x03", "analyst-b")
+    for odd in (b"[1]", b"not json", b'{"silent": 7}', encode_json({"silent": "x" * 300})):
+        assert pools.read_claim(MqttMessage(plain.topic, odd, correlation_data=b"\x01")).silent is None
+    assert pools.read_claim(MqttMessage(plain.topic, b"")) is None  # no Correlation Data: nothing claimed
+    assert pools.read_claim(MqttMessage("$a2a/v1/event/acme/support/analyst-a", b"", correlation_data=b"1")) is None
+    assert pools.claims_filter("acme", "support", "analysts") == "$a2a-nb-pool/acme/support/analysts/+"
