@@ -263,7 +263,10 @@ class Responder:
                 if self._stopping:
                     return
                 log.info("%s: took over a request of pool %s that %s did not claim", self.agent, self.pool, silent)
-                self._take_pooled(msg, silent)
+                try:
+                    self._take_pooled(msg, silent)
+                except Exception:  # e.g. the session closed meanwhile: the watcher goes on
+                    log.exception("%s: could not take over a pooled request", self.agent)
 
     def _take_pooled(self, msg: MqttMessage, silent: Optional[str] = None) -> None:
         """Slot mode: claim the request (the other members stop waiting for it), then run it.
