@@ -6,7 +6,10 @@
   response; ``SendStreamingMessage`` and ``SubscribeToTask`` answer Server-Sent Events (``sse``).
   JSON-RPC errors travel with HTTP 200, as in the a2a-sdk server.
 
-Every request is bounded: the body (``max_body_bytes``, -32600 beyond it), the unary requests and
+Before a route runs, ``guard.Guard`` checks the Host and Origin (HTTP 403 for a foreign one), and
+``rpc`` takes only JSON bodies (HTTP 415 otherwise): no web page the user visits can reach the agent
+(see ``guard``). Every request is bounded: its connection (``connections``: at most 64 open, a
+whole request within 10 s), the body (``max_body_bytes``, -32600 beyond it), the unary requests and
 the streams open at once (``max_requests``, ``max_streams``; beyond them HTTP 503 with
 ``Retry-After`` and the MQTT binding's retry-eligible -32004 ``responder_unavailable``), and each
 one's time (the Requester's retry profile). The ``Authorization`` header goes on as the request's
@@ -15,6 +18,7 @@ one's time (the Requester's retry profile). The ``Authorization`` header goes on
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -22,7 +26,7 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -30,7 +34,9 @@ from ..protocol import errors, jsonrpc
 from ..protocol.cards import PROTOCOL_VERSION
 from ..protocol.errors import A2AError
 from .card import WELL_KNOWN_PATH, CardWatch, bridged_card
+from .connections import RefusalLog
 from .forward import STREAMING_METHODS, Forwarder, as_error, bearer_token
+from .guard import JSONRPC_MEDIA_TYPES, Allowed, Guard, json_media_type, shown
 from .sse import MEDIA_TYPE, OpenStream, relay
 
 VERSION_HEADER = "A2A-Version"
@@ -48,6 +54,15 @@ class BridgeStats:
     streams_opened: int = 0
     streams_open: int = 0
     streams_cut: int = 0  # closed before their last item: the HTTP client left (or the bridge stopped)
+    refused_host: int = 0  # HTTP 403: a Host the bridge does not answer to (DNS rebinding)
+    refused_origin: int = 0  # HTTP 403: a web page of another origin
+    refused_media_type: int = 0  # HTTP 415: a JSON-RPC body that is not application/json
+    connections_refused: int = 0  # answered 503 and closed: every open connection busy with a request
+    connections_evicted: int = 0  # closed to make room: the oldest one without a whole request
+    requests_timed_out: int = 0  # connections closed: no whole request within the deadline
+
+    def add(self, counter: str) -> None:
+        setattr(self, counter, getattr(self, counter) + 1)
 
 
 def check_version(header: Optional[str]) -> None:
@@ -71,6 +86,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def rpc_error(request_id: jsonrpc.RequestId, error: A2AError, status: int = 200) -> JSONResponse:
+    """A JSON-RPC error response (HTTP 200 as in the a2a-sdk server; 503 busy, 415 not JSON)."""
     headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
     return JSONResponse(jsonrpc.error_response(request_id, error), status_code=status, headers=headers)
 
@@ -78,18 +94,29 @@ def rpc_error(request_id: jsonrpc.RequestId, error: A2AError, status: int = 200)
 class BridgeApp:
     """The routes, their limits and counters; ``app`` is the Starlette application."""
 
-    def __init__(self, forwarder: Forwarder, cards: CardWatch, url: str, *, max_requests: int = 16,
-                 max_streams: int = 8, max_body_bytes: int = MAX_BODY_BYTES):
-        self.forwarder, self.cards, self.url = forwarder, cards, url
+    def __init__(self, forwarder: Forwarder, cards: CardWatch, url: str, allowed: Allowed, *,
+                 max_requests: int = 16, max_streams: int = 8, max_body_bytes: int = MAX_BODY_BYTES,
+                 refusals: Optional[RefusalLog] = None, broker_patience_s: Optional[float] = None):
+        self.forwarder, self.cards, self.url, self.allowed = forwarder, cards, url, allowed
         self.max_requests, self.max_streams, self.max_body_bytes = max_requests, max_streams, max_body_bytes
+        # how long an open stream waits for a broker that went away (the retry profile's stream-idle timeout)
+        self.broker_patience_s = broker_patience_s or forwarder.requester.retry.stream_idle_timeout_s
         self.stats = BridgeStats()
+        self.refusals = refusals or RefusalLog()
         self.open_streams: set[OpenStream] = set()
         self.closing = False
         self._lock = threading.Lock()  # streams are counted on the event loop and closed by stop()
         self._unary_threads = anyio.CapacityLimiter(max_requests)
         self._stream_threads = anyio.CapacityLimiter(max_streams)
-        self.app = Starlette(routes=[Route(WELL_KNOWN_PATH, self.card, methods=["GET"]),
-                                     Route("/", self.rpc, methods=["POST"])])
+        # the waits for a stream's next item: one thread per open stream at most
+        self._item_waits = ThreadPoolExecutor(max_streams, thread_name_prefix="bridge-stream")
+        routes = Starlette(routes=[Route(WELL_KNOWN_PATH, self.card, methods=["GET"]),
+                                   Route("/", self.rpc, methods=["POST"])])
+        self.app = Guard(routes, allowed, self.refusals, self.stats.add)
+
+    def broker_connected(self) -> bool:
+        """Is the bridge's MQTT session connected now (False while it reconnects)?"""
+        return self.forwarder.requester.session.connected
 
     @property
     def agent(self) -> str:
@@ -104,6 +131,12 @@ class BridgeApp:
 
     async def rpc(self, request: Request) -> Response:
         self.stats.requests += 1
+        content_type = request.headers.get("content-type")
+        if not json_media_type(content_type):
+            self.stats.refused_media_type += 1
+            got = shown(content_type) if content_type is not None else "none"
+            return rpc_error(None, errors.invalid_request(
+                f"Content-Type {got}: A2A JSON-RPC takes {' or '.join(JSONRPC_MEDIA_TYPES)}"), status=415)
         body = b""
         try:
             body = await read_body(request, self.max_body_bytes)
@@ -113,6 +146,8 @@ class BridgeApp:
             token = bearer_token(request.headers.get("authorization"))
         except A2AError as exc:
             return rpc_error(jsonrpc.request_id_of(body), exc)
+        except ClientDisconnect:  # the client left (or its connection's deadline closed it) mid-body
+            return Response(status_code=400)
         request_id = obj.get("id")
         if method in STREAMING_METHODS:
             return await self._stream(request_id, method, params, token)
@@ -127,7 +162,7 @@ class BridgeApp:
             result = await anyio.to_thread.run_sync(self.forwarder.call, method, params, token,
                                                     limiter=self._unary_threads)
         except Exception as exc:  # noqa: BLE001 - as_error names every failure for the client
-            return rpc_error(request_id, as_error(exc, self.agent))
+            return rpc_error(request_id, as_error(exc, self.agent, self.broker_connected()))
         finally:
             self.stats.in_progress -= 1
         return JSONResponse(jsonrpc.result_response(request_id, result))
@@ -144,7 +179,7 @@ class BridgeApp:
         except Exception as exc:  # noqa: BLE001 - an error before the first item: a plain JSON-RPC error
             with self._lock:
                 self.stats.streams_open -= 1
-            return rpc_error(request_id, as_error(exc, self.agent))
+            return rpc_error(request_id, as_error(exc, self.agent, self.broker_connected()))
         opened = OpenStream(stream, lambda: self._stream_closed(opened))
         with self._lock:
             self.stats.streams_opened += 1
@@ -153,7 +188,9 @@ class BridgeApp:
         if closing:  # opened while the bridge stops: its first item, then the end
             opened.close()
         # the background task runs after the response, also when the client left mid-stream
-        return StreamingResponse(relay(opened, first, request_id, self.agent, self._stream_threads),
+        return StreamingResponse(relay(opened, first, request_id, self.agent, self._item_waits,
+                                       self.broker_connected, self.broker_patience_s,
+                                       self.forwarder.requester.retry.stream_idle_timeout_s),
                                  media_type=MEDIA_TYPE, headers={"Cache-Control": "no-store"},
                                  background=BackgroundTask(opened.close))
 
@@ -177,4 +214,5 @@ class BridgeApp:
             streams = list(self.open_streams)
         for opened in streams:
             opened.close()
+        self._item_waits.shutdown(wait=False, cancel_futures=True)
 

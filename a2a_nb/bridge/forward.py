@@ -66,15 +66,19 @@ def bearer_token(authorization: Optional[str]) -> Optional[str]:
         raise auth_error(UNAUTHENTICATED, "the bridge passes on only 'Authorization: Bearer <token>'") from None
 
 
-def as_error(exc: BaseException, agent: str) -> A2AError:
+def as_error(exc: BaseException, agent: str, broker_connected: bool = True) -> A2AError:
     """The JSON-RPC error an HTTP client gets for ``exc``.
 
     An agent's error is passed on unchanged. No reply after every attempt is -32004
-    ``responder_unavailable`` (the MQTT binding's retry-eligible error: try again later); a reply
-    that breaks the profile is -32006 InvalidAgentResponse; anything else is -32603, its details in
-    the bridge's log only."""
+    ``responder_unavailable`` (the MQTT binding's retry-eligible error: try again later), which says
+    so when the bridge's own broker connection is down (``broker_connected`` False: the agent was
+    never reached); a reply that breaks the profile is -32006 InvalidAgentResponse; anything else is
+    -32603, its details in the bridge's log only."""
     if isinstance(exc, A2AError):
         return exc
+    if isinstance(exc, (RequestTimeout, SessionError)) and not broker_connected:
+        return errors.responder_unavailable(f"the bridge lost its MQTT broker and is reconnecting, so {agent} "
+                                            f"could not be reached: {exc}")
     if isinstance(exc, RequestTimeout):
         return errors.responder_unavailable(f"{agent} did not answer over MQTT: {exc}")
     if isinstance(exc, ProtocolError):

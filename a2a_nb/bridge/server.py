@@ -8,15 +8,21 @@ gives up after ``start_timeout_s``, ``stop`` ends the open streams, then the ser
 shutdown limited to ``STOP_GRACE_S``), then the MQTT session. Whatever closes that session
 (``a2a_nb.stop_all()``, a new bridge taking over its Client ID) stops the HTTP server as well.
 
+Only local programs and pages the operator allows may call it (``guard``: Host, Origin, JSON media
+type), over a bounded number of connections that must send their request in time (``connections``).
+
 Tasks over MQTT belong to their requester (the kit's rule): every task made through one bridge is
 the bridge's, so its HTTP clients see each other's tasks unless the agent checks bearer tokens,
 whose subject then tells them apart.
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, Optional, Union
 
 import uvicorn
@@ -26,7 +32,9 @@ from ..mqtt.broker import BrokerEndpoint
 from ..protocol.retry import DEFAULT, RetryProfile
 from .app import BridgeApp, BridgeStats
 from .card import WELL_KNOWN_PATH, CardWatch, bridged_card
+from .connections import LISTEN_BACKLOG, MAX_CONNECTIONS, REQUEST_TIMEOUT_S, ConnectionGate, RefusalLog, gated_protocol
 from .forward import Forwarder
+from .guard import Allowed
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 2
@@ -44,10 +52,15 @@ class Bridge:
                  broker: Union[str, BrokerEndpoint, None] = None, port: int = 0, as_agent: str = "bridge",
                  retry: RetryProfile = DEFAULT, max_requests: int = 16, max_streams: int = 8,
                  card_wait_s: float = CARD_WAIT_S, start_timeout_s: float = 5.0,
-                 allow_token_without_tls: bool = False, seed: Optional[int] = None):
+                 allow_token_without_tls: bool = False, seed: Optional[int] = None,
+                 allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = (),
+                 max_connections: int = MAX_CONNECTIONS, request_timeout_s: float = REQUEST_TIMEOUT_S):
         self.agent, self.org, self.unit, self.port = agent, org, unit, port
         self._broker, self._as_agent, self._retry, self._seed = broker, as_agent, retry, seed
-        self._limits = {"max_requests": max_requests, "max_streams": max_streams}
+        self.max_requests, self.max_streams = max_requests, max_streams
+        self.allow_hosts, self.allow_origins = tuple(allow_hosts), tuple(allow_origins)
+        Allowed.on_port(port, self.allow_hosts, self.allow_origins)  # a bad name or origin: ValueError now
+        self.max_connections, self.request_timeout_s = max_connections, request_timeout_s
         self.card_wait_s, self.start_timeout_s = card_wait_s, start_timeout_s
         self.allow_token_without_tls = allow_token_without_tls
         self.requester: Optional[Requester] = None
@@ -97,7 +110,9 @@ class Bridge:
                              f"(waited {self.card_wait_s:g} s on {cards.topic})")
             sock = _listen(self.port)
             self.port = sock.getsockname()[1]
-            self.http = BridgeApp(Forwarder(self.requester, self.agent), cards, self.url, **self._limits)
+            allowed = Allowed.on_port(self.port, self.allow_hosts, self.allow_origins)
+            self.http = BridgeApp(Forwarder(self.requester, self.agent), cards, self.url, allowed,
+                                  max_requests=self.max_requests, max_streams=self.max_streams)
             self._serve(sock)
         except BaseException:
             self.stop()
@@ -106,10 +121,19 @@ class Bridge:
 
     def _serve(self, sock: socket.socket) -> None:
         assert self.http is not None
+        refusals = self.http.refusals
+        gate = ConnectionGate(self.max_connections, self.request_timeout_s, refusals, self.http.stats.add)
         config = uvicorn.Config(self.http.app, log_config=None, access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=STOP_GRACE_S)
+                                timeout_graceful_shutdown=STOP_GRACE_S, http=gated_protocol(gate),
+                                backlog=LISTEN_BACKLOG)
         self._server = server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+        _quiet_invalid_requests()
+
+        async def serve() -> None:
+            asyncio.get_running_loop().set_exception_handler(refusals.loop_error)
+            await server.serve(sockets=[sock])
+
+        self._thread = threading.Thread(target=asyncio.run, args=(serve(),),
                                         name=f"bridge-{self.agent}-{self.port}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self.start_timeout_s
@@ -160,8 +184,26 @@ def _listen(port: int) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((HOST, port))
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
     except OSError:
         sock.close()
         raise
     return sock
+
+
+_INVALID_HTTP = RefusalLog()
+
+
+def _quiet_invalid_requests() -> None:
+    """uvicorn warns "Invalid HTTP request received." once per bad request: a flood of them would
+    flood the log. Those warnings go through a ``RefusalLog`` (one line per interval) instead."""
+    logger = logging.getLogger("uvicorn.error")
+    if _invalid_request_filter not in logger.filters:
+        logger.addFilter(_invalid_request_filter)
+
+
+def _invalid_request_filter(record: logging.LogRecord) -> bool:
+    if record.getMessage() != "Invalid HTTP request received.":
+        return True
+    _INVALID_HTTP.note("refused a request that is not valid HTTP (HTTP 400)")
+    return False

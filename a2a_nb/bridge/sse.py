@@ -9,29 +9,61 @@ is the JSON-RPC error response (as the a2a-sdk server sends it).
 The MQTT side of a stream lives exactly as long as its HTTP client listens: whichever way the
 response ends (the task reached a final or interrupted state, an error, the client went away), the
 Stream is closed, which frees its Correlation Data and the worker thread that waits for the next item.
+
+**While a stream waits**, the response says why in SSE comments, which every SSE client skips (the
+a2a-sdk's too) and which keep the connection visibly alive. While the broker is away (the bridge's
+MQTT session reconnects), once a second::
+
+    : broker gone for 3 s, the bridge is reconnecting; this stream ends in 27 s unless it comes back
+
+and, if it returns, ``: broker back after 5 s; items ticket-desk sent meanwhile may be lost: a stream
+silent for 30 s is recovered with GetTask`` (the session starts clean; recovery is the profile's,
+Requester Retry 7-8); with the broker there, every 5 s of silence: ``: no item from
+ticket-desk for 10 s (a stream silent for 30 s is recovered with GetTask)``.
+
+How long a stream can wait, with the default retry profile:
+
+* the broker stays away: the stream ends with a -32004 error event naming the task to re-subscribe
+  to, ``patience_s`` after the bridge noticed the loss (the stream-idle timeout, 30 s; a broker
+  killed with kill -9 is noticed at once, a network that falls silent when MQTT's keep-alive gives
+  up), or sooner when the
+  requester's own recovery fails first (its publishes are refused at once: 30 s after the last item
+  plus backoffs of at most 1.2 + 2.4 s);
+* the broker comes back: the requester's recovery runs on the profile's times, at worst the
+  stream-idle timeout plus one GetTask's retries (``RetryProfile.worst_case_s()``), 30 + 3 x 15 +
+  1.2 + 2.4 = 78.6 s after the last item; a task handed over to an analyst may take one more such
+  round with the card agent (Optional Task Handover: fallback).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+import time
 from collections.abc import AsyncIterator
+from concurrent.futures import Executor
 from typing import Any, Callable, Optional
 
-import anyio
-import anyio.to_thread
-
-from ..agents.requester import Stream
-from ..protocol import jsonrpc
+from ..agents.requester import RequestTimeout, Stream
+from ..mqtt.session import SessionError
+from ..protocol import errors, jsonrpc
 from ..protocol.jsonrpc import RequestId
 from .forward import as_error, stream_result
 
 MEDIA_TYPE = "text/event-stream"
+STATUS_EVERY_S = 1.0
+QUIET_NOTE_S = 5.0
 
 
 def sse_event(payload: Any, event: Optional[str] = None) -> bytes:
     """One SSE event: an optional ``event:`` line and one ``data:`` line (compact JSON has no newline)."""
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {json.dumps(payload, separators=(',', ':'), ensure_ascii=False)}\n\n".encode()
+
+
+def sse_comment(text: str) -> bytes:
+    """An SSE comment (``: text``), which clients skip: what the bridge is doing while a stream waits."""
+    return f": {' '.join(text.splitlines())}\n\n".encode()
 
 
 def _next_result(stream: Stream) -> Optional[dict[str, Any]]:
@@ -59,24 +91,94 @@ class OpenStream:
         self._on_close()
 
 
-async def relay(opened: OpenStream, first: dict[str, Any], request_id: RequestId, agent: str,
-                limiter: anyio.CapacityLimiter) -> AsyncIterator[bytes]:
+class BrokerGone(Exception):
+    """The bridge's broker stayed away for the stream's whole patience."""
+
+
+class Waiting:
+    """What an open stream says while it waits for its next item (module docstring): ``check``
+    after each second without one, ``arrived`` when one comes. Both return an SSE comment's text or
+    None; ``check`` raises ``BrokerGone`` once the broker has been away for ``patience_s``."""
+
+    def __init__(self, agent: str, broker_connected: Callable[[], bool], patience_s: float, idle_timeout_s: float):
+        self.agent, self.broker_connected = agent, broker_connected
+        self.patience_s, self.idle_timeout_s = patience_s, idle_timeout_s
+        self.last_item = time.monotonic()
+        self.gone_since: Optional[float] = None
+        self.quiet_notes = 0
+
+    def check(self) -> Optional[str]:
+        now = time.monotonic()
+        if not self.broker_connected():
+            if self.gone_since is None:
+                self.gone_since = now
+            left = self.patience_s - (now - self.gone_since)
+            if left <= 0:
+                raise BrokerGone()
+            return (f"broker gone for {now - self.gone_since:.0f} s, the bridge is reconnecting; "
+                    f"this stream ends in {left:.0f} s unless it comes back")
+        if self.gone_since is not None:
+            return self._back(now)
+        quiet = now - self.last_item
+        if quiet < QUIET_NOTE_S * (self.quiet_notes + 1):
+            return None
+        self.quiet_notes += 1
+        return (f"no item from {self.agent} for {quiet:.0f} s (a stream silent for {self.idle_timeout_s:g} s "
+                "is recovered with GetTask)")
+
+    def arrived(self) -> Optional[str]:
+        self.last_item, self.quiet_notes = time.monotonic(), 0
+        return self._back(self.last_item) if self.gone_since is not None and self.broker_connected() else None
+
+    def broker_lost(self, task_id: Optional[str]) -> errors.A2AError:
+        """The stream's last word when it ends without a broker (-32004, retry-eligible)."""
+        away = f" {time.monotonic() - self.gone_since:.0f} s ago" if self.gone_since is not None else ""
+        return errors.responder_unavailable(
+            f"the bridge lost its MQTT broker{away} and is still reconnecting; task {task_id} may still be "
+            "running: SubscribeToTask once the bridge is back")
+
+    def _back(self, now: float) -> str:
+        away, self.gone_since = now - (self.gone_since or now), None
+        return (f"broker back after {away:.0f} s; items {self.agent} sent meanwhile may be lost: a stream "
+                f"silent for {self.idle_timeout_s:g} s is recovered with GetTask")
+
+
+async def relay(opened: OpenStream, first: dict[str, Any], request_id: RequestId, agent: str, waits: Executor,
+                broker_connected: Callable[[], bool], patience_s: float,
+                idle_timeout_s: float) -> AsyncIterator[bytes]:
     """The SSE bytes of a stream whose first item was already read.
 
-    Waiting for the next item blocks a worker thread (of ``limiter``); when the HTTP client goes
-    away, Starlette cancels this generator, and ``finally`` closes the stream, which also wakes that
-    thread (``abandon_on_cancel``: the event loop does not wait for it)."""
+    Waiting for the next item blocks a thread of ``waits``; every ``STATUS_EVERY_S`` without one
+    the response may say why in a comment (``Waiting``). When the HTTP client goes away, Starlette
+    cancels this generator, and ``finally`` closes the stream, which also wakes that thread (the
+    event loop does not wait for it)."""
+    loop = asyncio.get_running_loop()
+    waiting = Waiting(agent, broker_connected, patience_s, idle_timeout_s)
     try:
         yield sse_event(jsonrpc.result_response(request_id, first))
         while True:
-            item = await anyio.to_thread.run_sync(_next_result, opened.stream, limiter=limiter,
-                                                  abandon_on_cancel=True)
+            try:
+                pending = loop.run_in_executor(waits, _next_result, opened.stream)
+            except RuntimeError:  # its executor is shut down: the bridge stops, the response ends here
+                return
+            while not (await asyncio.wait({pending}, timeout=STATUS_EVERY_S))[0]:
+                note = waiting.check()
+                if note:
+                    yield sse_comment(note)
+            item = pending.result()
             if item is None:
                 opened.finished = True
                 return
+            note = waiting.arrived()
+            if note:
+                yield sse_comment(note)
             yield sse_event(jsonrpc.result_response(request_id, item))
     except Exception as exc:  # noqa: BLE001 - every failure becomes the stream's last event
         opened.finished = True
-        yield sse_event(jsonrpc.error_response(request_id, as_error(exc, agent)), event="error")
+        # no broker: said the same way whether the bridge's patience or the requester's retries ran out
+        lost = isinstance(exc, (RequestTimeout, SessionError)) and not broker_connected()
+        error = waiting.broker_lost(opened.stream.task_id) if isinstance(exc, BrokerGone) or lost \
+            else as_error(exc, agent)
+        yield sse_event(jsonrpc.error_response(request_id, error), event="error")
     finally:
         opened.close()

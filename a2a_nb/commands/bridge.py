@@ -8,11 +8,30 @@ import os
 from .common import CliError, add_scope, no_card_hint, tcp_port, wait_for_signal
 
 
+def _allowed(what: str):
+    """``type=`` for ``--allow-host`` / ``--allow-origin``: ``bridge.guard``'s check (imported only
+    when the option is given: the HTTP stack loads slowly), its ValueError a usage error (exit 2)."""
+    def parse(text: str) -> str:
+        from ..bridge import guard
+
+        try:
+            return guard.host_entry(text) if what == "host" else guard.origin_entry(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
 def register(sub) -> None:
     b = sub.add_parser("bridge", help="serve an MQTT agent over HTTP JSON-RPC (its card at "
                        "/.well-known/agent-card.json) on 127.0.0.1 until Ctrl-C; prints the URL first")
     b.add_argument("agent", help="the agent to bridge (it must have a retained Agent Card), e.g. ticket-desk")
     b.add_argument("--port", type=tcp_port, default=None, help="TCP port on 127.0.0.1 (default: a free one)")
+    b.add_argument("--allow-host", metavar="NAME", action="append", default=[], type=_allowed("host"),
+                   help="also answer requests for Host NAME (NAME:PORT for a port-forward); by default only "
+                   "127.0.0.1:PORT and localhost:PORT, so that no DNS-rebinding web page reaches the agent")
+    b.add_argument("--allow-origin", metavar="ORIGIN", action="append", default=[], type=_allowed("origin"),
+                   help="let web pages from ORIGIN (e.g. https://tool.example) call the bridge, with CORS headers; "
+                   "by default requests from every web page are refused")
     add_scope(b)
     b.set_defaults(func=cmd_bridge)
 
@@ -22,7 +41,7 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     from ..mqtt.broker import ENV_URL, resolve
 
     bridge = Bridge(args.agent, org=args.org, unit=args.unit, broker=resolve(args.broker).url_with_secret,
-                    port=args.port or 0)
+                    port=args.port or 0, allow_hosts=args.allow_host, allow_origins=args.allow_origin)
     try:
         bridge.start()
     except NoCard as exc:
@@ -40,5 +59,9 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         raise
     banner = (f"{bridge.url}\n# {args.org}/{args.unit}/{args.agent} over HTTP: card at {bridge.card_url}, "
               f"JSON-RPC at {bridge.url} (Ctrl-C stops it)")
+    if args.allow_host or args.allow_origin:
+        banner += "\n# also " + "; ".join(
+            ([f"answers to Host {', '.join(args.allow_host)}"] if args.allow_host else [])
+            + ([f"lets web pages from {', '.join(args.allow_origin)} call it"] if args.allow_origin else []))
     wait_for_signal(then=bridge.stop, stopping="the bridge", ready=banner)
     return 0

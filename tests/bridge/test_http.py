@@ -42,10 +42,11 @@ def send_params(text: str = TICKET_TEXT) -> dict:
 
 
 def sse_items(response: httpx.Response) -> list[tuple[str, dict]]:
-    """``(event name, JSON data)`` of every SSE event of a finished response."""
+    """``(event name, JSON data)`` of every SSE event of a finished response (comments, which the
+    bridge sends while a stream waits, are skipped as every SSE client skips them)."""
     out = []
     for block in response.text.split("\n\n"):
-        lines = [line for line in block.splitlines() if line]
+        lines = [line for line in block.splitlines() if line and not line.startswith(":")]
         if lines:
             event = next((line[7:] for line in lines if line.startswith("event: ")), "message")
             out.append((event, json.loads("".join(line[6:] for line in lines if line.startswith("data: ")))))
