@@ -4,7 +4,6 @@ types for argparse (``type=``), the ``--org/--unit/--broker`` options, the wait 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import signal
 import sys
@@ -157,20 +156,14 @@ def check_recording_target(path: str, option: str = "--out") -> None:
 
     An earlier recording may be replaced; any other file is left alone. Checked before connecting,
     so a wrong path never costs a broker round trip (``record --out``, ``story --record``)."""
-    from ..traffic.records import FORMAT_VERSION
+    from ..traffic.records import is_recording
 
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"{option} {p} is a folder; give a file name such as {p / 'traffic.jsonl'}")
     if not p.exists() or p.stat().st_size == 0:
         return
-    try:
-        with p.open("r", encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-        ours = isinstance(first, dict) and first.get("v") == FORMAT_VERSION
-    except (ValueError, OSError):
-        ours = False
-    if not ours:
+    if not is_recording(p):
         raise UsageError(f"{option} {p} exists and is not a recording; choose another file "
                          "(record only replaces its own recordings)")
 

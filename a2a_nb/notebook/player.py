@@ -41,7 +41,7 @@ from ..protocol.states import is_state
 from ..traffic.charts import SMALL, message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
 from ..traffic.records import from_record
-from .display import mqtt_properties_rows
+from .display import cell_text, mqtt_properties_rows
 from .widgets import offline_note, widget_bundle
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
@@ -60,10 +60,20 @@ def _ms(dt: float) -> str:
     return f"+{dt * 1000:.0f} ms"
 
 
-def _cut(text: Any, limit: int = 40) -> str:
+LABEL_CHARS = 40  # a state, agent or label from the recording, in a table cell or a line
+VALUE_CHARS = 300  # a value of the packet table (topic, Correlation Data, user property)
+PROPERTY_ROWS = 50  # user properties listed in the packet table; the rest are counted
+
+
+def _cut(text: Any, limit: int = LABEL_CHARS) -> str:
     """A peer's text for a table cell: cut to ``limit`` characters, escaped."""
+    return cell_text(text, limit)
+
+
+def _plain(text: Any, limit: int = LABEL_CHARS) -> str:
+    """A peer's text for a line of text: cut to ``limit`` characters."""
     s = str(text)
-    return html.escape(s if len(s) <= limit else s[:limit - 1] + "…")
+    return s if len(s) <= limit else s[:limit - 1] + "…"
 
 
 def _state_badge(state: Any) -> str:
@@ -143,17 +153,18 @@ def step_text(source: Source, i: int) -> str:
     st = steps_of(source)
     i = _check(st, i)
     r = st.rows[i]
-    line = f"#{i} {_ms(r['dt'])} {r['kind']} {r['from_agent'] or '?'} → {r['to_agent'] or '?'}: {message_label(r)}"
+    line = (f"#{i} {_ms(r['dt'])} {r['kind']} {_plain(r['from_agent'] or '?')} → {_plain(r['to_agent'] or '?')}: "
+            f"{_plain(message_label(r), 2 * LABEL_CHARS)}")
     notes = []
     if i in st.announced:
         cause, addressed, resp = st.announced[i]
-        notes.append(f"{cause}: a2a-responder-agent-id={resp} (the request went to {addressed})")
+        notes.append(f"{cause}: a2a-responder-agent-id={_plain(resp)} (the request went to {_plain(addressed)})")
     if i in st.rerouted:
         cause, target = st.rerouted[i]
-        notes.append(f"reroute ({cause}) to {target}")
+        notes.append(f"reroute ({cause}) to {_plain(target)}")
     for t in task_states(st, i):
         if t["current"]:
-            trail = " → ".join(t["trail"]) if t["trail"] else "(no state yet)"
+            trail = " → ".join(_plain(s) for s in t["trail"]) if t["trail"] else "(no state yet)"
             notes.append(f"task {_short(t['task_id'])} {trail}")
     return line + "".join(f" | {n}" for n in notes)
 
@@ -171,19 +182,19 @@ def _notes_html(st: Steps, i: int) -> str:
     if i in st.announced:
         cause, addressed, resp = st.announced[i]
         notes.append(f"↪ <b>{html.escape(cause)}</b>: this reply carries <code>a2a-responder-agent-id="
-                     f"{html.escape(resp)}</code>; the request went to <code>{html.escape(addressed)}</code>. "
+                     f"{_cut(resp)}</code>; the request went to <code>{_cut(addressed)}</code>. "
                      "Follow-ups for the task go to the new responder.")
     if i in st.rerouted:
         cause, target = st.rerouted[i]
         notes.append(f"↪ <b>reroute ({html.escape(str(cause))})</b>: this operation goes to "
-                     f"<code>{html.escape(str(target))}</code>, not where the task's previous one went.")
+                     f"<code>{_cut(target)}</code>, not where the task's previous one went.")
     q = r.get("request_i")
     if r["kind"] == "reply" and q is not None and q == q:
         lat = r.get("latency_s")
         notes.append(f"answers request #{int(q)} (same Correlation Data)"
                      + (f", {lat * 1000:.1f} ms after it" if lat == lat and lat is not None else ""))
     if r["event"] == "error":
-        notes.append(f"error reply: code {html.escape(str(r.get('error_code')))}")
+        notes.append(f"error reply: code {_cut(r.get('error_code'))}")
     return "".join(f"<div style='margin:2px 0'>{n}</div>" for n in notes)
 
 
@@ -204,19 +215,51 @@ def _states_html(st: Steps, i: int) -> str:
             f"<th style='text-align:left'>states so far</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
+def packet_rows(r: dict) -> list[tuple[str, str]]:
+    """The MQTT side of a recorded message as (name, value) rows (``display.mqtt_properties_rows``),
+    each value cut to ``VALUE_CHARS``, at most ``PROPERTY_ROWS`` user properties. A recorded
+    Correlation Data that is not hex text (a hand-edited file) is shown as it is, marked."""
+    corr = r.get("correlation")
+    bare = {**r, "payload_b64": None, "payload_json": None, "size": 0}  # the packet table needs no payload
+    try:
+        msg, odd = from_record(bare), None
+    except ValueError:
+        msg, odd = from_record({**bare, "correlation": None}), corr
+    rows = list(mqtt_properties_rows(msg))
+    if odd is not None:
+        at = next((k for k, (name, _) in enumerate(rows) if name == "Content Type" or name.startswith("user prop")),
+                  len(rows))
+        rows.insert(at, ("Correlation Data", f"{_plain(odd, VALUE_CHARS)} (as recorded: not hex text)"))
+    props = [k for k, (name, _) in enumerate(rows) if name.startswith("user property ")]
+    if len(props) > PROPERTY_ROWS:
+        rows = rows[:props[PROPERTY_ROWS]] + [("user properties", f"… {len(props) - PROPERTY_ROWS} more")] + \
+            rows[props[-1] + 1:]
+    return [(_plain(k, VALUE_CHARS), _plain(v, VALUE_CHARS)) for k, v in rows]
+
+
+def _payload_html(r: dict) -> str:
+    """The recorded payload: its JSON (cut by ``json_block``), the start of its base64, or why there is none."""
+    if r["payload_json"] is not None:
+        try:
+            return json_block(r["payload_json"])
+        except (RecursionError, ValueError):  # records handed in by hand, never read from a file
+            return "<p><i>payload nested too deeply to show</i></p>"
+    if r["payload_b64"]:
+        return (f"<p>{_cut(r['size'])} bytes, not JSON (base64):</p>"
+                f"<pre>{html.escape(str(r['payload_b64'])[:400])}</pre>")
+    if r["size"]:
+        return (f"<p><i>{_cut(r['size'])} bytes, none of them in the recording: the JSON literal null, or a payload "
+                "the recorder left out (its line would pass the recording's bound, see FORMAT.md)</i></p>")
+    return "<p><i>empty payload</i></p>"
+
+
 def _packet_html(st: Steps, i: int) -> str:
     r = st.rows[i]
-    msg = from_record(r)
-    props = list(mqtt_properties_rows(msg)) + [("payload size", f"{r['size']} bytes")]
+    props = packet_rows(r) + [("payload size", f"{r['size']} bytes")]
     table = "".join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
                     f"<td style='text-align:left;overflow-wrap:anywhere'><code>{breakable(str(v))}</code></td></tr>"
                     for k, v in props)
-    if r["payload_json"] is not None:
-        body = json_block(r["payload_json"])
-    elif r["payload_b64"]:
-        body = f"<p>{r['size']} bytes, not JSON (base64):</p><pre>{html.escape(r['payload_b64'][:400])}</pre>"
-    else:
-        body = "<p><i>empty payload</i></p>"
+    body = _payload_html(r)
     # two fixed columns (packet 45 %, payload 55 %) that long topics wrap inside: the payload never
     # ends up squeezed to a strip or pushed out of view
     return ("<table style='width:100%;table-layout:fixed'><colgroup><col style='width:45%'><col style='width:55%'>"
@@ -240,8 +283,8 @@ def step_html(source: Source, i: int) -> str:
     i = _check(st, i)
     r = st.rows[i]
     head = (f"<b>message #{i}</b> of {len(st)} · {_ms(r['dt'])} · {html.escape(str(r['kind']))} · "
-            f"<code>{html.escape(str(r['from_agent'] or '?'))}</code> → "
-            f"<code>{html.escape(str(r['to_agent'] or '?'))}</code> · <b>{html.escape(message_label(r))}</b>")
+            f"<code>{_cut(r['from_agent'] or '?')}</code> → "
+            f"<code>{_cut(r['to_agent'] or '?')}</code> · <b>{_cut(message_label(r), 2 * LABEL_CHARS)}</b>")
     return (f"<div class='a2a-step' data-i='{i}'><div>{head}</div>{_notes_html(st, i)}"
             f"<h4 style='margin:6px 0 2px'>Task states after this message</h4>{_states_html(st, i)}"
             f"<h4 style='margin:6px 0 2px'>The message</h4>{_packet_html(st, i)}</div>")
@@ -258,12 +301,12 @@ def steps_table_html(source: Source, limit: int = FALLBACK_ROWS) -> str:
         task = html.escape(_short(r["task_id"])) if r["task_id"] is not None else ""
         notes = []
         if i in st.announced:
-            notes.append(f"{st.announced[i][0]} → {st.announced[i][2]}")
+            notes.append(f"{st.announced[i][0]} → {_plain(st.announced[i][2])}")
         if i in st.rerouted:
             notes.append(f"reroute ({st.rerouted[i][0]})")
         rows.append(f"<tr><td>#{i}</td><td>{_ms(r['dt'])}</td><td style='text-align:left'>"
-                    f"{html.escape(str(r['from_agent'] or '?'))} → {html.escape(str(r['to_agent'] or '?'))}</td>"
-                    f"<td style='text-align:left'>{html.escape(message_label(r))}</td>"
+                    f"{_cut(r['from_agent'] or '?')} → {_cut(r['to_agent'] or '?')}</td>"
+                    f"<td style='text-align:left'>{_cut(message_label(r), 2 * LABEL_CHARS)}</td>"
                     f"<td style='text-align:left'><code>{task}</code></td><td>{state}</td>"
                     f"<td style='text-align:left'>{html.escape('; '.join(notes))}</td></tr>")
     more = f"<p><small>… and {len(st) - limit} more message(s)</small></p>" if len(st) > limit else ""

@@ -13,6 +13,7 @@ brackets than ``max_depth`` (a recorded A2A message holds about 50): most values
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Optional, Union
 
 MAX_DEPTH = 64
@@ -47,11 +48,24 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: valid JSON text, but no number Python (or JSON out) can hold
+        raise ValueError(f"the number {text[:20]} is too large")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+"""Strict JSON: no ``NaN``/``Infinity``, no number too large for a float (built once)."""
+
+
 def loads_bounded(data: Union[str, bytes, bytearray, memoryview], *, max_depth: int = MAX_DEPTH,
                   max_bytes: Optional[int] = None) -> Any:
     """``json.loads`` for a peer's bytes: ``ValueError`` (one line, what to fix) when they are longer
     than ``max_bytes`` (``len`` of ``data``: bytes, or characters of a ``str``), not UTF-8, not JSON
-    (``NaN`` and ``Infinity`` are not), or nested deeper than ``max_depth``; never ``RecursionError``."""
+    (``NaN`` and ``Infinity`` are not, nor a number too large for a float such as ``1e400``), or
+    nested deeper than ``max_depth``; never ``RecursionError``. What it returns, ``json.dumps``
+    writes back as standard JSON."""
     if max_bytes is not None and len(data) > max_bytes:
         raise ValueError(f"{len(data):,} bytes, more than the {max_bytes:,} accepted")
     try:
@@ -59,11 +73,12 @@ def loads_bounded(data: Union[str, bytes, bytearray, memoryview], *, max_depth: 
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise ValueError(f"nested more than {max_depth} levels deep") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise ValueError(f"not JSON ({exc.msg} at {where})") from None
     except ValueError as exc:  # e.g. an integer literal longer than Python's int_max_str_digits
         raise ValueError(f"not usable JSON ({exc})") from None
     if too_deep(text, value, max_depth):

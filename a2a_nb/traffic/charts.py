@@ -26,7 +26,7 @@ Readable wherever a learner opens them:
 * **A recording is a peer's data.** Agent names, methods, artifact ids, states and Context ids in
   labels come from other programs. ``_label`` cuts each to a few dozen characters (a 100 kB name
   drawn in full takes matplotlib tens of seconds) and escapes ``$`` so that no label is parsed as
-  mathtext.
+  mathtext; ``_mermaid_text`` does the same for the Mermaid text.
 """
 from __future__ import annotations
 
@@ -640,8 +640,14 @@ def latency_chart(df: Source, title: Optional[str] = None, log: Optional[bool] =
 
 # -- Mermaid ------------------------------------------------------------------------------------------
 
-def _mermaid_text(s: str) -> str:
-    return str(s).replace(";", ",").replace("#", "no. ").replace("\n", " ")
+def _mermaid_text(s: Any, limit: int = LABEL_CHARS) -> str:
+    """A label from the recording, fit for a line of Mermaid: on one line, cut to ``limit``
+    characters, no ``;`` (a statement break) or ``#`` (an entity code), and each ``$`` written as
+    the entity ``#36;``, so ``$$...$$`` is never drawn as math (Mermaid 10.9+ renders it)."""
+    text = _CONTROL.sub(" ", str(s)[:limit + 1])
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return text.replace(";", ",").replace("#", "no. ").replace("$", "#36;")
 
 
 def mermaid_sequence(df: Source, max_messages: int = 200) -> str:
@@ -663,7 +669,7 @@ def mermaid_sequence(df: Source, max_messages: int = 200) -> str:
         lines.append(f"    {a}{arrow}{b}: {_mermaid_text(message_label(r))}")
         h = hand.get(int(r["i"]))
         if h is not None:
-            lines.append(f"    Note over {a}: {h[0]} to {_mermaid_text(h[1])}")
+            lines.append(f"    Note over {a}: {_mermaid_text(h[0])} to {_mermaid_text(h[1])}")
     if total > len(sub):
         lines.append(f"    Note over {pid[lanes[0]]}: {total - len(sub)} more messages not shown")
     return "\n".join(lines) + "\n"

@@ -758,8 +758,27 @@ def summary(findings: pd.DataFrame, messages: Optional[int] = None, name: str = 
     return f"{name}: {n}{must} MUST and {should} SHOULD finding(s): {verdict}"
 
 
+SHOWN_CHARS = 1500
+"""An explanation is printed with at most this many characters; a word in it (a value it quotes
+from the recording) with at most ``WORD_CHARS``."""
+WORD_CHARS = 80
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LONG_WORD = re.compile(r"\S{%d,}" % (WORD_CHARS + 1))
+
+
+def _printable(text: str) -> str:
+    """An explanation for a terminal: each word cut to ``WORD_CHARS`` (the advice around a quoted
+    100 kB value stays readable), the whole to ``SHOWN_CHARS``, control characters shown escaped
+    (never sent raw: ESC, BEL)."""
+    text = _LONG_WORD.sub(lambda m: m.group()[:WORD_CHARS - 1] + "…", text)
+    if len(text) > SHOWN_CHARS:
+        text = text[:SHOWN_CHARS - 1] + "…"
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def format_findings(findings: pd.DataFrame, width: int = 100) -> str:
-    """A readable table: one header line per finding, the explanation wrapped below it."""
+    """A readable table: one header line per finding, the explanation (cut to ``SHOWN_CHARS``,
+    control characters escaped) wrapped below it."""
     import textwrap
 
     if findings.empty:
@@ -769,7 +788,8 @@ def format_findings(findings: pd.DataFrame, width: int = 100) -> str:
     for rule, level, section, i, text in zip(findings["rule"], findings["level"], findings["section"],
                                              findings["i"], findings["explanation"]):
         lines.append(f"#{i:<5} {level:<6} {rule:<{w_rule}}  [{section}]")
-        lines.extend(textwrap.wrap(text, width=width, initial_indent="       ", subsequent_indent="       "))
+        lines.extend(textwrap.wrap(_printable(str(text)), width=width, initial_indent="       ",
+                                   subsequent_indent="       "))
     return "\n".join(lines)
 
 

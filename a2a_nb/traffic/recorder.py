@@ -8,7 +8,9 @@ published with, and with *Retain As Published*, so the retain flag of live publi
 all read what it writes: what a learner sees is exactly what crossed the broker.
 
 What it records is one record dict per message, in the format of ``records.py`` (JSON lines
-v1, see ``FORMAT.md`` beside this file).
+v1, see ``FORMAT.md`` beside this file), within its bounds: a payload nested deeper than 64 levels
+is kept as base64, and a message whose line would pass ``records.MAX_LINE_BYTES`` (16 MiB) is kept
+without its payload (``omitted``), so every recording it writes can be read back.
 
 Threading: paho's network thread only appends the received message to a deque (no parsing, no
 I/O), so a burst never makes the broker queue overflow; a writer thread turns messages into
@@ -30,7 +32,7 @@ from ..mqtt.broker import ENV_CREDENTIALS, BrokerEndpoint
 from ..mqtt.session import Session, Subscription
 from ..protocol.packet import MqttMessage
 from ..protocol.topics import ALL_A2A
-from .records import PathLike, record_line, to_record
+from .records import PathLike, bounded_record, to_record
 
 
 class Recorder:
@@ -178,11 +180,11 @@ class Recorder:
                     msg = pending.popleft()
                 except IndexError:
                     break
-                rec = to_record(msg)
+                rec, line = bounded_record(to_record(msg))
                 if self.keep:
                     self._records.append(rec)
                 if fh is not None:
-                    fh.write(record_line(rec))
+                    fh.write(line)
                     fh.write("\n")
                 n += 1
             self.count += n

@@ -26,16 +26,26 @@ A payload is JSON when it decodes as UTF-8 JSON and its Payload Format Indicator
 binary artifact chunks stay bytes even when they happen to look like JSON). An empty payload (a
 retained-card delete) has ``payload_b64 == ""``. ``payload_json`` is the parsed value, so
 re-serialising it may differ from the original bytes in whitespace; ``size`` is the original.
+
+A recording holds a peer's bytes, so reading one is bounded and checked line by line: a line
+longer than ``MAX_LINE_BYTES`` (16 MiB), not UTF-8, not JSON, nested deeper than
+``MAX_RECORD_DEPTH`` or with a field of the wrong type is refused with ``ValueError`` naming the file
+and the line (``FILE line 7: qos must be 0, 1 or 2, got 'one'``). The recorder writes within the
+same bounds: a payload nested deeper than ``bounded_json.MAX_DEPTH`` (64) is kept in base64, and a
+record whose line would be longer than ``MAX_LINE_BYTES`` leaves its payload (then its user
+properties) out, naming them in ``omitted``.
 """
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Union
 
+from ..protocol.bounded_json import MAX_DEPTH, loads_bounded
 from ..protocol.packet import MqttMessage
 from ..protocol.properties import redact
 
@@ -49,6 +59,12 @@ DEFAULTS: dict[str, Any] = {"v": FORMAT_VERSION, "t": 0.0, "qos": 0, "retain": F
                             "message_expiry": None, "payload_format": None, "payload_json": None,
                             "payload_b64": None, "size": 0}
 """What a hand-made record may leave out (only ``topic`` is required)."""
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest line of a recording, in bytes (16 MiB): readers refuse longer ones, the recorder never
+writes one (it leaves the payload out instead: ``omitted``). A recorded A2A message takes 1-6 kB."""
+MAX_RECORD_DEPTH = MAX_DEPTH + 1
+"""Deepest nesting of a record line: the record object around a payload of ``MAX_DEPTH`` levels."""
 
 PathLike = Union[str, os.PathLike]
 
@@ -66,9 +82,9 @@ def to_record(msg: MqttMessage, t: Optional[float] = None) -> dict[str, Any]:
     is_json = False
     if payload and msg.payload_format != 0:
         try:
-            data = json.loads(payload)
+            data = loads_bounded(payload)  # deeper than MAX_DEPTH, NaN, 1e400: kept as bytes
             is_json = True
-        except (ValueError, UnicodeDecodeError):
+        except ValueError:
             is_json = False
     if not is_json:
         b64 = base64.b64encode(payload).decode("ascii")
@@ -94,23 +110,29 @@ def to_record(msg: MqttMessage, t: Optional[float] = None) -> dict[str, Any]:
 def from_record(rec: dict[str, Any]) -> MqttMessage:
     """Rebuild the ``MqttMessage`` of a record (for replaying or showing it).
 
-    The payload is the base64 bytes when present, else compact JSON of ``payload_json``; a
-    redacted token stays redacted.
+    The payload is the base64 bytes when present, else compact JSON of ``payload_json`` (empty
+    when the record ``omitted`` it); a redacted token stays redacted. ``ValueError`` when the
+    record's Correlation Data is not hex or its ``payload_b64`` not base64.
     """
     if rec.get("payload_b64") is not None:
         payload = base64.b64decode(rec["payload_b64"])
-    elif rec.get("payload_json") is not None or rec.get("size"):
+    elif rec.get("payload_json") is not None or (rec.get("size") and not rec.get("omitted")):
         payload = json.dumps(rec.get("payload_json"), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     else:
         payload = b""
     corr = rec.get("correlation")
+    try:
+        correlation = bytes.fromhex(corr) if corr is not None else None
+    except (TypeError, ValueError):
+        raise ValueError(f"correlation {_shown(corr)} is not hex text (FORMAT.md: Correlation Data as "
+                         "lowercase hex)") from None
     return MqttMessage(
         topic=rec["topic"],
         payload=payload,
         qos=int(rec.get("qos", 1)),
         retain=bool(rec.get("retain", False)),
         response_topic=rec.get("response_topic"),
-        correlation_data=bytes.fromhex(corr) if corr is not None else None,
+        correlation_data=correlation,
         user_properties=tuple((str(k), str(v)) for k, v in rec.get("user_properties") or ()),
         content_type=rec.get("content_type"),
         message_expiry=rec.get("message_expiry"),
@@ -133,19 +155,109 @@ def complete_record(k: int, rec: Any) -> dict[str, Any]:
     return {**DEFAULTS, **rec}
 
 
-def _checked_line(path: Path, n: int, line: str) -> dict[str, Any]:
-    """Line ``n`` of a recording as a record; ``ValueError`` naming the line when it is not one."""
+def _is_int(value: Any) -> bool:
+    return type(value) is int  # not bool, which Python counts as an int
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _is_pairs(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        type(p) is list and len(p) == 2 and type(p[0]) is str and type(p[1]) is str for p in value)
+
+
+def _is_base64(value: Any) -> bool:
+    if type(value) is not str:
+        return False
     try:
-        rec = json.loads(line)
-    except ValueError as exc:
-        raise ValueError(f"{path}:{n}: not a JSON line ({exc}); is this a recording made by "
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+_FIELD_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("topic", lambda v: type(v) is str, "a string"),
+    ("t", _is_number, "a number (Unix seconds)"),
+    ("qos", lambda v: _is_int(v) and 0 <= v <= 2, "0, 1 or 2"),
+    ("retain", lambda v: type(v) is bool, "true or false"),
+    ("size", lambda v: _is_int(v) and v >= 0, "a whole number of bytes"),
+    ("response_topic", _optional(lambda v: type(v) is str), "a string or null"),
+    ("correlation", _optional(lambda v: type(v) is str), "a string (hex) or null"),
+    ("content_type", _optional(lambda v: type(v) is str), "a string or null"),
+    ("message_expiry", _optional(lambda v: _is_int(v) and v >= 0), "a whole number of seconds or null"),
+    ("payload_format", _optional(lambda v: _is_int(v) and v in (0, 1)), "0, 1 or null"),
+    ("user_properties", _optional(_is_pairs), "a list of [key, value] string pairs or null"),
+    ("payload_b64", _optional(_is_base64), "base64 text or null"),
+    ("omitted", lambda v: isinstance(v, list) and all(type(x) is str for x in v), "a list of field names"),
+)
+"""Each field a record may hold, what its value must be (FORMAT.md), and how to say so."""
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def record_problem(rec: Any) -> Optional[str]:
+    """What makes ``rec`` no v1 record (one line: ``qos must be 0, 1 or 2, got 'one'``), or None.
+
+    A record is an object with ``"v": 1`` and a string ``topic``; the other keys may be left out
+    (``DEFAULTS``) but, when present, hold the type FORMAT.md gives them. Unknown keys are allowed.
+    """
+    if not isinstance(rec, dict):
+        return f"expected a recording record with \"v\": {FORMAT_VERSION} (see a2a_nb/traffic/FORMAT.md), " \
+               f"got a JSON {type(rec).__name__}"
+    if not (_is_int(rec.get("v")) and rec["v"] == FORMAT_VERSION):
+        got = f"\"v\": {_shown(rec['v'])}" if "v" in rec else "an object without \"v\""
+        return f"expected a recording record with \"v\": {FORMAT_VERSION} (see a2a_nb/traffic/FORMAT.md), got {got}"
+    if "topic" not in rec:
+        return "a record needs its \"topic\" (see a2a_nb/traffic/FORMAT.md)"
+    for key, ok, what in _FIELD_RULES:
+        if key in rec and not ok(rec[key]):
+            return f"{key} must be {what}, got {_shown(rec[key])}"
+    return None
+
+
+def _checked_line(path: Path, n: int, raw: bytes) -> Optional[dict[str, Any]]:
+    """Line ``n`` of a recording as a record (None for a blank line); ``ValueError`` naming the
+    file and the line when it is not one."""
+    where = f"{path} line {n}"
+    if len(raw) > MAX_LINE_BYTES:
+        raise ValueError(f"{where}: longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES; the recorder never "
+                         "writes such a line): is this a recording made by a2a_nb.traffic.Recorder?")
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{where}: not text (a recording is UTF-8 JSON lines, see a2a_nb/traffic/FORMAT.md; "
+                         f"{exc.reason} at byte {exc.start + 1} of the line); is this a recording made by "
                          "a2a_nb.traffic.Recorder?") from None
-    if not isinstance(rec, dict) or rec.get("v") != FORMAT_VERSION:
-        got = (f"\"v\": {rec['v']!r}" if "v" in rec else "an object without \"v\"") \
-            if isinstance(rec, dict) else f"a JSON {type(rec).__name__}"
-        raise ValueError(f"{path}:{n}: expected a recording record with \"v\": {FORMAT_VERSION} "
-                         f"(see a2a_nb/traffic/FORMAT.md), got {got}")
+    if not line.strip():
+        return None
+    try:
+        rec = loads_bounded(line, max_depth=MAX_RECORD_DEPTH)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}; is this a recording made by a2a_nb.traffic.Recorder?") from None
+    problem = record_problem(rec)
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
     return rec
+
+
+def _lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The lines of a file, each read with a bound: one longer than ``MAX_LINE_BYTES`` comes back
+    one byte too long (and is refused) instead of being read whole into memory."""
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        yield raw[:-1] if raw.endswith(b"\n") else raw
 
 
 # -- files -------------------------------------------------------------------------------------------
@@ -155,12 +267,28 @@ def record_line(rec: dict[str, Any]) -> str:
     return json.dumps(rec, separators=(",", ":"), ensure_ascii=False)
 
 
+def bounded_record(rec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """``rec`` and its line, within ``MAX_LINE_BYTES``: a record whose line would be longer leaves
+    out its payload (``payload_json``, ``payload_b64``: null) and, if still too long, its user
+    properties (``[]``), and names them in ``omitted``; ``size`` still says how long the payload was."""
+    line = record_line(rec)
+    for left_out in (("payload",), ("payload", "user_properties")):
+        if len(line) * 4 <= MAX_LINE_BYTES or len(line.encode("utf-8")) <= MAX_LINE_BYTES:
+            return rec, line
+        rec = {**rec, "payload_json": None, "payload_b64": None, "omitted": list(left_out)}
+        if "user_properties" in left_out:
+            rec["user_properties"] = []
+        line = record_line(rec)
+    return rec, line
+
+
 def read_records(path: PathLike) -> list[dict[str, Any]]:
     """Read a recording (JSON lines, format v1) into a list of record dicts.
 
-    Blank lines are skipped. A line that is not JSON, or a record of another format version,
-    raises ``ValueError`` naming the line, so a truncated or foreign file is never half-read.
-    A missing last newline (a recording cut short) is fine.
+    Blank lines are skipped. A line that is no record (longer than ``MAX_LINE_BYTES``, not
+    UTF-8, not JSON, nested too deeply, a field of the wrong type, another format version)
+    raises ``ValueError`` naming the file and the line, so a truncated or foreign file is never
+    half-read. A missing last newline (a recording cut short) is fine.
     """
     p = Path(path)
     if not p.exists():
@@ -168,12 +296,22 @@ def read_records(path: PathLike) -> list[dict[str, Any]]:
                                 "or `with Recorder(path=...)`")
     if p.is_dir():
         raise IsADirectoryError(f"{p} is a folder, not a recording: give the .jsonl file inside it")
+    with p.open("rb") as fh:
+        return [rec for n, raw in enumerate(_lines(fh), 1) if (rec := _checked_line(p, n, raw)) is not None]
+
+
+def is_recording(path: PathLike) -> bool:
+    """Is ``path`` a recording, by its first line that is not blank (read within ``MAX_LINE_BYTES``)?
+    For tools that may replace a recording but nothing else (``record --out``)."""
+    p = Path(path)
     try:
-        with p.open("r", encoding="utf-8") as fh:
-            return [_checked_line(p, n, line) for n, line in enumerate(fh, 1) if line.strip()]
-    except UnicodeDecodeError:
-        raise ValueError(f"{p}: not text (a recording is UTF-8 JSON lines, see "
-                         "a2a_nb/traffic/FORMAT.md); is this a recording made by a2a_nb.traffic.Recorder?") from None
+        with p.open("rb") as fh:
+            for n, raw in enumerate(_lines(fh), 1):
+                if _checked_line(p, n, raw) is not None:
+                    return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def write_records(records: Iterable[dict[str, Any]], path: PathLike) -> int:

@@ -80,7 +80,7 @@ def test_read_records_explains_bad_files(tmp_path):
         read_records(tmp_path / "nope.jsonl")
     p = tmp_path / "bad.jsonl"
     p.write_text('{"v": 1, "topic": "a"}\n\nnot json\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:3: not a JSON line"):
+    with pytest.raises(ValueError, match=r"bad.jsonl line 3: not JSON \(Expecting value at column 1\)"):
         read_records(p)
     p.write_text('{"v": 2, "topic": "a"}\n')
     with pytest.raises(ValueError, match='expected a recording record with "v": 1'):
