@@ -27,7 +27,10 @@ def register(sub) -> None:
                    help="the probe's own agent_id (default probe-<random>); on `broker --secure`, an agent with a "
                         "login in A2A_BROKER_CREDENTIALS, such as cli")
     p.add_argument("--timeout", type=positive_seconds, default=1.0,
-                   help="seconds each check waits for a reply (default 1)")
+                   help="seconds each check waits for a reply (default 1); an exchange, a stream too, ends "
+                        "after 10 timeouts at most")
+    p.add_argument("--deadline", type=positive_seconds, default=None, metavar="SECONDS",
+                   help="seconds the whole probe may take (default 60 timeouts); checks left then are skipped")
     p.add_argument("--json", action="store_true", help="print the report as JSON (instead of text)")
     p.add_argument("--junit", default=None, metavar="FILE", help="also write the report as JUnit XML to FILE")
     add_scope(p)
@@ -42,7 +45,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
         raise UsageError(f"--junit {args.junit} is a folder; give a file name such as {Path(args.junit) / 'probe.xml'}")
     try:
         report = run_probe(args.agent, org=args.org, unit=args.unit, broker=args.broker, level=args.level,
-                           pool=args.pool, token=args.token, timeout=args.timeout, probe_as=args.probe_as)
+                           pool=args.pool, token=args.token, timeout=args.timeout, probe_as=args.probe_as,
+                           deadline=args.deadline)
     except ProbeError as exc:
         hint = exc.hint
         if not args.broker and not os.environ.get(ENV_URL):

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from ..protocol import cards, jsonrpc, properties, topics
 from ..protocol.messages import task_ids_of
+from ..protocol.safe_text import quoted
 from ..traffic.lint import SHOULD, validate_payload
 from .client import short_bytes
 from .rules import Outcome, check, failed, not_applicable, passed
@@ -50,7 +51,7 @@ def card_status(run: ProbeRun) -> Outcome:
         return failed(_subscribed(run), got, "no a2a-status on the card: subscribers cannot tell a live agent from "
                       "a stale card; publish it with a2a-status=online, a2a-status-source=agent")
     if status != properties.ONLINE:
-        return failed(_subscribed(run), got, f"the card says a2a-status={status!r} although the agent is being "
+        return failed(_subscribed(run), got, f"the card says a2a-status={quoted(status)} although the agent is being "
                       "probed; a running agent's card says 'online'")
     return failed(_subscribed(run), got, "a2a-status-source is missing: add a2a-status-source=agent "
                   "(Presence and Liveness 2)")
@@ -63,7 +64,7 @@ def card_schema(run: ProbeRun) -> Outcome:
     if sdk:
         problems.append(sdk)
     if not problems:
-        return passed(_subscribed(run), f"card {run.card.get('name')!r}, {len(run.card.get('skills') or [])} skill(s)")
+        return passed(_subscribed(run), f"card {quoted(run.card.get('name'))}, {_count(run.card.get('skills'))} skill(s)")
     return failed(_subscribed(run), "an AgentCard with problems", "; ".join(problems[:4]))
 
 
@@ -76,7 +77,7 @@ def card_interface(run: ProbeRun) -> Outcome:
     mqtt = [i for i in run.card.get("supportedInterfaces") or []
             if isinstance(i, dict) and cards.is_mqtt_binding(i.get("protocolBinding"))]
     if named is None and mqtt:
-        return passed(_subscribed(run), f"MQTT interface {mqtt[0].get('url')!r} ({mqtt[0].get('protocolBinding')})",
+        return passed(_subscribed(run), f"MQTT interface {quoted(mqtt[0].get('url'))} ({quoted(mqtt[0].get('protocolBinding'), 100)})",
                       interop="the MQTT interface's url names no request topic; requesters take the Topic Model's "
                               f"direct topic {run.request_topic}")
     if named is None:
@@ -115,7 +116,12 @@ def _named(base: Sent, which: int) -> list[Optional[str]]:
 
 
 def _not_json(base: Sent) -> Outcome:
-    return failed(_sent(base), base.exchange.came_back(), "the reply is not a JSON-RPC 2.0 response object")
+    return failed(_sent(base), base.exchange.came_back(), "the reply is not a JSON-RPC 2.0 response object the "
+                  "probe can read (JSON within 1 MiB and 64 levels of nesting)")
+
+
+def _count(value: object) -> str:
+    return str(len(value)) if isinstance(value, list) else "no list of"
 
 
 @check("correlation-text", "reply-correlation", "a reply echoes text Correlation Data byte for byte")
@@ -166,7 +172,7 @@ def jsonrpc_id(base: Sent) -> Outcome:
     asked = jsonrpc.request_id_of(base.exchange.sent.payload)
     if response.get("id") == asked:
         return passed(_sent(base), f"id {asked!r}")
-    return failed(_sent(base), f"id {response.get('id')!r}", f"the request's id was {asked!r}: a JSON-RPC response "
+    return failed(_sent(base), f"id {quoted(response.get('id'))}", f"the request's id was {asked!r}: a JSON-RPC response "
                   "carries its request's id")
 
 
@@ -180,7 +186,7 @@ def task_id_echo(base: Sent) -> Outcome:
     if not named:
         return failed(_sent(base), base.exchange.came_back(), "the reply names no Task.id (an error, or a Message "
                       "without taskId): responders echo the requester's Task.id in every reply (Request/Reply Mapping 7)")
-    return failed(_sent(base), f"Task.id {wrong[0]!r}", "the reply names a Task.id of the agent's own: over MQTT the "
+    return failed(_sent(base), f"Task.id {quoted(wrong[0])}", "the reply names a Task.id of the agent's own: over MQTT the "
                   "requester creates Task.id (a UUIDv4) and the responder must use it (Request/Reply Mapping 6-7)")
 
 
@@ -191,7 +197,7 @@ def context_echo(base: Sent) -> Outcome:
     if named and all(c == base.context_id for c in named):
         return passed(_sent(base), f"contextId {base.context_id[:8]}… echoed")
     shown = named[0] if named else None
-    return failed(_sent(base), f"contextId {shown!r}", "responders preserve and echo the requester's contextId in "
+    return failed(_sent(base), f"contextId {quoted(shown)}", "responders preserve and echo the requester's contextId in "
                   "every response (Context Identifier Semantics 4)")
 
 
@@ -203,7 +209,7 @@ def result_schema(base: Sent) -> Outcome:
         return _not_json(base)
     if "error" in response:
         return failed(_sent(base), base.exchange.came_back(), "a well-formed SendMessage was answered with an error: "
-                      f"{response['error']}")
+                      f"{quoted(response['error'], 200)}")
     result = response.get("result")
     if isinstance(result, dict) and ("statusUpdate" in result or "artifactUpdate" in result):
         return failed(_sent(base), base.exchange.came_back(), "SendMessage was answered with stream items (status or "

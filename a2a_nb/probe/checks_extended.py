@@ -10,6 +10,7 @@ from typing import Optional
 
 from ..protocol import cards, jsonrpc, messages, properties, states, topics
 from ..protocol.ids import IDENTIFIER_RE
+from ..protocol.safe_text import quoted
 from .checks_tasks import NO_STREAMING
 from .rules import EXTENDED, Outcome, check, failed, not_applicable, passed
 from .runner import ANSWER_TEXT, ProbeRun
@@ -38,7 +39,7 @@ def pooled_responder_id(run: ProbeRun) -> Outcome:
         return failed(sent, ex.came_back(), "no correlated reply from the pool")
     member = ex.first.user_property(properties.RESPONDER_AGENT_ID)
     if not member or not IDENTIFIER_RE.fullmatch(member):
-        return failed(sent, ex.came_back(), f"a2a-responder-agent-id is {member!r}: a pooled reply must name its "
+        return failed(sent, ex.came_back(), f"a2a-responder-agent-id is {quoted(member)}: a pooled reply must name its "
                       "member, or the requester treats it as a protocol error (Requester Behavior 6)")
     follow = run.call(jsonrpc.GET_TASK, messages.get_task_params(s.task_id), task_id=s.task_id)
     if not messages.is_task(follow.result):

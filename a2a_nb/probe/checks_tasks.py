@@ -14,10 +14,11 @@ from ..protocol import errors, jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.ids import IDENTIFIER_RE
 from ..protocol.messages import task_ids_of
+from ..protocol.safe_text import quoted
 from ..protocol.streams import reply_ends_stream
 from ..traffic.lint import SHOULD, validate_payload
 from .checks_card import SILENT
-from .client import FINAL, Exchange
+from .client import FINAL, Exchange, no_end
 from .rules import MUST, Outcome, check, failed, not_applicable, passed
 from .runner import ANSWER_TEXT, ProbeRun, Sent, state_in, task_in
 
@@ -42,7 +43,7 @@ def expect_error(sent: str, ex: Exchange, code: int, why: str, binding: bool = F
     if err.get("code") == code:
         return failed(sent, ex.came_back(), f"error {code} with the wrong marker: {kind.name} (expected "
                       f"{'the binding marker' if binding else 'the core A2A error, without data.a2a_error'}; {why})")
-    return failed(sent, ex.came_back(), f"error {err.get('code')} ({kind.name}); expected {code} ({why})")
+    return failed(sent, ex.came_back(), f"error {quoted(err.get('code'))} ({kind.name}); expected {code} ({why})")
 
 
 # -- resend and task operations ----------------------------------------------------------------------
@@ -67,7 +68,7 @@ def idempotent_resend(run: ProbeRun) -> Outcome:
     task = task_in(ex.response)
     named = task_ids_of(ex.response, {})[0]
     if named != base.task_id:
-        return failed(sent, ex.came_back(), f"the resend names task {named!r}, not {base.task_id!r}: a duplicate task")
+        return failed(sent, ex.came_back(), f"the resend names task {quoted(named)}, not {base.task_id!r}: a duplicate task")
     first_kind, again_kind = _kind(base.exchange.result), _kind(ex.result)
     interop = (f"the first answer was {first_kind}, the resend's is {again_kind}: a requester that reads one kind "
                "of answer misses the other") if first_kind != again_kind else ""
@@ -121,8 +122,8 @@ def get_task(run: ProbeRun) -> Outcome:
                       "track task state by the requester's Task.id (Request/Reply Mapping 7); an agent that handed "
                       "the task to another instance must say so with a2a-responder-agent-id (Optional Task Handover 2)")
     if task.get("id") != base.task_id or task.get("contextId") != base.context_id:
-        return failed(sent, ex.came_back(), f"GetTask returned task {task.get('id')!r} in context "
-                      f"{task.get('contextId')!r}: the requester's ids must come back unchanged")
+        return failed(sent, ex.came_back(), f"GetTask returned task {quoted(task.get('id'))} in context "
+                      f"{quoted(task.get('contextId'))}: the requester's ids must come back unchanged")
     bad = validate_payload("Task", task)
     if bad:
         return failed(sent, ex.came_back(), f"not a valid A2A v1.0 Task: {bad}")
@@ -215,6 +216,10 @@ def stream_correlation(run: ProbeRun, sents: list[Sent]) -> Outcome:
 @streamed
 def stream_end(run: ProbeRun, sents: list[Sent]) -> Outcome:
     for s in sents:
+        if s.exchange.ran_out:
+            return failed(_stream_sent(sents), s.exchange.came_back(), f"{no_end(s.exchange.ran_out)} (the probe's "
+                          "limit for one exchange, 10 × --timeout): the stream kept sending items without a final "
+                          "one (terminal or interrupted status, or a Message), so a requester never learns it ended")
         if not any(reply_ends_stream(p) for p in s.exchange.payloads):
             return failed(_stream_sent(sents), s.exchange.came_back(), "the stream went quiet without a final item "
                           "(terminal or interrupted status, or a Message): the requester never learns it ended")
@@ -274,10 +279,10 @@ def stream_artifacts(run: ProbeRun, sents: list[Sent]) -> Outcome:
                 continue
             aid = update["artifact"].get("artifactId")
             if update.get("append") and aid not in seen:
-                return failed(_stream_sent(sents), f"append to artifact {aid!r}", "append=true extends an artifact "
+                return failed(_stream_sent(sents), f"append to artifact {quoted(aid)}", "append=true extends an artifact "
                               "already sent; the first chunk of an artifact has append false")
             if aid in seen and seen.is_sealed(aid):
-                return failed(_stream_sent(sents), f"a chunk of artifact {aid!r} after its lastChunk",
+                return failed(_stream_sent(sents), f"a chunk of artifact {quoted(aid)} after its lastChunk",
                               "lastChunk=true ends that artifact: nothing more for it")
             seen.apply(update)
             count += 1
@@ -345,7 +350,7 @@ def multi_turn(run: ProbeRun) -> Outcome:
                       "resumes processing on the new correlation")
     named = (task_in(ex.response) or {}).get("id") or ((ex.result or {}).get("message") or {}).get("taskId")
     if named != base.task_id:
-        return failed(sent, ex.came_back(), f"the continuation answered for task {named!r}: the task keeps its Task.id")
+        return failed(sent, ex.came_back(), f"the continuation answered for task {quoted(named)}: the task keeps its Task.id")
     return passed(sent, ex.came_back())
 
 
@@ -362,7 +367,7 @@ def new_turn(run: ProbeRun) -> Outcome:
                       "(Interaction Patterns 2): accept it")
     ctx = task_ids_of(ex.response, {})[1]
     if ctx != base.context_id:
-        return failed(sent, ex.came_back(), f"the reply has contextId {ctx!r}: responders echo the requester's contextId")
+        return failed(sent, ex.came_back(), f"the reply has contextId {quoted(ctx)}: responders echo the requester's contextId")
     return passed(sent, ex.came_back())
 
 
@@ -419,7 +424,7 @@ def handover_responder_id(run: ProbeRun) -> Outcome:
              if i not in run.client.sent} - {None}
     bad = sorted(n for n in named if n and not IDENTIFIER_RE.fullmatch(n))
     if bad:
-        return failed("every request of the probe", f"a2a-responder-agent-id {bad[0]!r}",
+        return failed("every request of the probe", f"a2a-responder-agent-id {quoted(bad[0])}",
                       "not a valid agent_id: requesters cannot route follow-ups to it")
     moves = [r for r in run.client.routing.history if r.cause == "handover"]
     base = run.baseline()

@@ -3,6 +3,11 @@ JUnit XML (for CI systems, which show each check as a test case).
 
 Profile: Conformance Levels (Core conformance: every MUST of the Core checks holds; Extended
 features: the optional parts the agent showed, such as pools and native binary artifacts).
+
+What a row says about the agent quotes the agent, so every row is made safe once, where it is made
+(``Row.__post_init__``): invisible characters escaped (``safe_text``: ESC shows as ``\x1b``) and each
+field cut to ``SHOWN_CHARS``. Every shape (text, JSON, JUnit, DataFrame, HTML) then shows the
+same safe text, and the JUnit file is well-formed XML whatever the agent sent.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..protocol.safe_text import safe_text
 from .rules import CORE, EXTENDED, FAIL, MUST, NOT_APPLICABLE, PASS, SKIPPED, Check, Outcome
 
 if TYPE_CHECKING:
@@ -26,6 +32,10 @@ FEATURES = {
     "binary-artifacts": "native binary artifact mode",
 }
 """Checks whose pass shows an optional feature, and its name in the summary."""
+
+SHOWN_CHARS = {"sent": 300, "received": 400, "remark": 800, "interop": 400}
+"""Longest text of each field of a row that can quote the agent (the probe's own words fit well
+within: its longest remark is about 400 characters)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,10 @@ class Row:
     verdict: str
     remark: str
     interop: str = ""
+
+    def __post_init__(self) -> None:
+        for name, limit in SHOWN_CHARS.items():  # frozen: set once, here, before anyone reads the row
+            object.__setattr__(self, name, safe_text(getattr(self, name), limit))
 
     @classmethod
     def of(cls, c: Check, outcome: Outcome) -> "Row":
@@ -63,6 +77,12 @@ class ProbeReport:
     """Every message of the probe as recording records (``load_traffic(report.traffic)`` reads them)."""
     sent: frozenset[int] = frozenset()
     """The positions in ``traffic`` of the requests the probe sent (the rest came from the agent)."""
+    deadline: Optional[float] = None
+    """The probe's overall deadline in seconds."""
+    ran_out: bool = False
+    """The deadline came before every check had run (those left are ``skipped``)."""
+    not_kept: int = 0
+    """Messages from the agent beyond the probe's bounds (``probe.client``): counted, not kept."""
 
     # -- verdicts ----------------------------------------------------------------------------------------
     def failures(self, level: Optional[str] = None) -> list[Row]:
@@ -70,7 +90,8 @@ class ProbeReport:
 
     @property
     def core_conformant(self) -> bool:
-        """No MUST of a Core check failed, and nothing was skipped because the agent went silent."""
+        """No MUST of a Core check failed, and nothing was skipped (the agent went silent, or the
+        probe's deadline ran out)."""
         core = [r for r in self.rows if r.conformance == CORE]
         return not any(r.verdict == FAIL and r.level == MUST for r in core) and \
             not any(r.verdict == SKIPPED for r in core)
@@ -97,8 +118,9 @@ class ProbeReport:
             verdict = "Core conformant"
         else:
             broken = sorted({r.rule for r in self.failures(MUST) if r.conformance == CORE})
-            verdict = "NOT Core conformant" + (f" (MUST failed: {', '.join(broken)})" if broken else
-                                               " (the agent stopped answering)")
+            why = (f"the probe's deadline of {self.deadline:g} s ran out" if self.ran_out
+                   else "the agent stopped answering")
+            verdict = "NOT Core conformant" + (f" (MUST failed: {', '.join(broken)})" if broken else f" ({why})")
         features = self.features
         extended = f"; Extended features present: {', '.join(features)}" if features else "; no Extended features seen"
         return f"{self.agent} ({self.org}/{self.unit}): {verdict}{extended}; {tally} in {self.seconds:.1f} s"
@@ -116,7 +138,8 @@ class ProbeReport:
     def as_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "org": self.org, "unit": self.unit, "level": self.level,
                 "summary": self.summary(), "core_conformant": self.core_conformant, "features": self.features,
-                "seconds": round(self.seconds, 3), "exit_code": self.exit_code(), "interop": self.interop,
+                "seconds": round(self.seconds, 3), "deadline": self.deadline, "ran_out": self.ran_out,
+                "not_kept": self.not_kept, "exit_code": self.exit_code(), "interop": self.interop,
                 "checks": [asdict(r) for r in self.rows]}
 
     def to_json(self) -> str:
@@ -154,6 +177,9 @@ class ProbeReport:
                 lines.extend(textwrap.wrap(r.remark, width=width, initial_indent=indent, subsequent_indent=indent))
         for note in self.interop:
             lines.extend(textwrap.wrap("interop: " + note, width=width, subsequent_indent=indent))
+        if self.not_kept:
+            lines.append(f"note: {self.not_kept:,} more messages from the agent than the probe keeps were counted, "
+                         "not read")
         lines.append(self.summary())
         return "\n".join(lines)
 

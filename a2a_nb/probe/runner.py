@@ -7,27 +7,39 @@ answers (a GetTask for a task that does not exist, the profile's own health sign
 Subscriber Behavior 4); once the agent is silent, the remaining checks are ``skipped``. Finally the
 traffic lint (``a2a_nb.traffic.lint``) reads everything the agent published during the probe.
 
+Every wait is bounded, so the probe always ends with a verdict: each reply is waited for
+``timeout`` (1 s), each exchange lasts ``EXCHANGE_DEADLINE_FACTOR`` (10) timeouts at most (a stream
+that never ends fails with "no terminal state within 10 s"), and the whole probe ``deadline``
+seconds (default ``DEADLINE_FACTOR`` (60) timeouts): after that the remaining checks are
+``skipped`` ("the probe's deadline of 60 s ran out") and the agent is not Core conformant.
+
 The checks share a few exchanges through :class:`ProbeRun` (the first SendMessage, a finished
 task, an interrupted one), so each is made once: the whole Core probe of a local agent takes a few
 seconds.
 """
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
-from ..protocol import jsonrpc, messages, properties, states, topics
+from ..protocol import cards, jsonrpc, messages, properties, states, topics
 from ..protocol.packet import MqttMessage, encode_json
+from ..protocol.safe_text import safe_text
 from ..traffic.lint import check_traffic
 from ..traffic.records import to_record
 from . import rules
-from .client import FINAL, FIRST, Exchange, ProbeClient
+from .client import FINAL, FIRST, Cut, Exchange, ProbeClient, json_of
 from .report import ProbeReport, Row
 
 LEVELS = ("core", "extended")
+DEADLINE_FACTOR = 60
+"""The whole probe ends within this many ``timeout`` unless ``deadline`` says otherwise (60 s with
+the default 1 s: a Core probe of a local agent takes 3-4 s, one of an agent whose streams never end
+about 35 s)."""
+KNOWN_SHOWN = 10
+"""How many other agents' names a "no card" error lists."""
 PROBE_TEXT = "a2a_nb probe: please answer this message"
 ANSWER_TEXT = "a2a_nb probe: here is the input you asked for (steps: open the page twice, then refresh)"
 
@@ -96,7 +108,13 @@ class ProbeRun:
     token: Optional[str] = None
     bad_inputs: list[str] = field(default_factory=list)
     silent_after: Optional[str] = None
+    deadline: float = 60.0
     _memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def out_of_time(self) -> str:
+        """Why a check was not run or not finished once the overall deadline came."""
+        return f"the probe's deadline of {self.deadline:g} s ran out (give a longer --deadline)"
 
     @property
     def org(self) -> str:
@@ -211,44 +229,56 @@ class ProbeRun:
 
 def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMessage]:
     """The agent's retained card (and the message it came in), or ``ProbeError`` naming the agents
-    whose cards are there (Profile: Discovery Subscriber Behavior 1-2)."""
-    seen: dict[str, MqttMessage] = {}
+    whose cards are there (Profile: Discovery Subscriber Behavior 1-2). The card is read with
+    ``cards.parse_card`` (64 KiB, 64 levels of nesting); other agents' cards are only counted."""
+    found: list[MqttMessage] = []
+    others: set[str] = set()
     own = topics.discovery_topic(client.org, client.unit, agent)
 
     def on_card(msg: MqttMessage) -> None:
         info = topics.parse_topic(msg.topic)
-        if info is not None and info.agent and msg.payload:
-            seen[info.agent] = msg
+        if info is None or not info.agent or not msg.payload:
+            return
+        if info.agent == agent:
+            found.append(msg)
+        elif len(others) <= 1000:
+            others.add(info.agent)
 
     client.session.subscribe(topics.discovery_filter(client.org, client.unit), handler=on_card)
     deadline = time.monotonic() + wait
-    while agent not in seen and time.monotonic() < deadline:  # retained cards arrive right after the SUBACK
+    while not found and time.monotonic() < deadline:  # retained cards arrive right after the SUBACK
         time.sleep(0.01)
     client.session.unsubscribe(topics.discovery_filter(client.org, client.unit))
-    msg = seen.get(agent)
-    if msg is None:
-        known = ", ".join(sorted(seen)) or "none"
+    if not found:
+        names = sorted(others)
+        known = ", ".join(safe_text(n, 60) for n in names[:KNOWN_SHOWN]) or "none"
+        if len(names) > KNOWN_SHOWN:
+            known += f" and {len(names) - KNOWN_SHOWN} more"
         raise ProbeError(f"no card for {agent} in {client.org}/{client.unit}; known agents: {known}",
                          "is the agent served (`python -m a2a_nb serve ...`) on this broker, with these --org/--unit?")
+    msg = found[0]
     try:
-        card = json.loads(msg.payload)
-    except ValueError:
-        card = None
+        card = cards.parse_card(msg.payload)
+    except ValueError as exc:
+        raise ProbeError(f"the card on {own} is no card: {safe_text(exc, 120)}",
+                         "publish a valid A2A v1.0 AgentCard, retained (see Agent Card Requirements)") from None
     if not isinstance(card, dict):
         raise ProbeError(f"the card on {own} is not a JSON object", "publish a valid A2A v1.0 AgentCard, retained")
-    client.traffic.append(msg)
+    client.keep(msg)
     return card, msg
 
 
 def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
               broker: Union[str, BrokerEndpoint, None] = None, level: str = "core", pool: Optional[str] = None,
               token: Optional[str] = None, timeout: float = 1.0, probe_as: Optional[str] = None,
-              progress: Optional[Callable[[Row], None]] = None) -> ProbeReport:
+              progress: Optional[Callable[[Row], None]] = None, deadline: Optional[float] = None) -> ProbeReport:
     """Probe ``agent`` live and return the report (one row per check).
 
     ``level``: ``core`` (Core conformance) or ``extended`` (also pools, native binary artifacts).
     ``pool``: a pool the agent serves (for the pooled-reply check). ``token``: a bearer token to
-    send with every request (only over TLS). ``timeout``: seconds each check waits for a reply.
+    send with every request (only over TLS). ``timeout``: seconds each check waits for a reply; an
+    exchange (a stream too) lasts 10 timeouts at most. ``deadline``: seconds the whole probe may
+    take (default 60 timeouts); the checks it leaves are ``skipped``, and the verdict says so.
     ``probe_as``: the probe's own agent_id (default ``probe-`` and 8 random hex digits), e.g. an
     agent with a login on a broker where every client logs in as itself (``broker --secure``).
     ``progress``: called with each row as soon as its check is done (the probe takes seconds: most
@@ -256,21 +286,26 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if not timeout > 0 or deadline is not None and not deadline > 0:
+        raise ValueError(f"timeout and deadline must be positive seconds, got {timeout!r} and {deadline!r}")
     topics.discovery_topic(org, unit, agent)  # InvalidIdentifier (a usage mistake) before anything connects
     started = time.monotonic()
-    client = ProbeClient(org, unit, broker=broker, timeout=timeout, agent=probe_as)
+    deadline = DEADLINE_FACTOR * timeout if deadline is None else deadline
+    client = ProbeClient(org, unit, broker=broker, timeout=timeout, agent=probe_as, ends_at=started + deadline)
     try:
         if token and not client.session.endpoint.tls:
             raise ProbeError("a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT "
                              "User Properties 5)", "probe over an mqtts:// broker URL")
         card, card_msg = discover(client, agent, wait=max(timeout, 1.0))
         if card.get("securityRequirements") and not token:
-            schemes = sorted({name for req in card["securityRequirements"] if isinstance(req, dict)
-                              for name in (req.get("schemes") or {})})
+            asked = card["securityRequirements"]
+            schemes = sorted({str(name) for req in (asked if isinstance(asked, list) else []) if isinstance(req, dict)
+                              and isinstance(req.get("schemes"), (dict, list)) for name in req["schemes"]})
             raise ProbeError(f"the card of {agent} asks for a bearer token on every request (securityRequirements: "
-                             f"{', '.join(schemes)}); without one every check would only see the refusal",
+                             f"{safe_text(', '.join(schemes), 120)}); without one every check would only see the "
+                             "refusal",
                              "give --token TOKEN (an access token for this agent), over an mqtts:// broker")
-        run = ProbeRun(client, agent, card, card_msg, level, pool, token)
+        run = ProbeRun(client, agent, card, card_msg, level, pool, token, deadline=deadline)
         rows = []
         for c in rules.CHECKS:
             if level == "extended" or c.conformance == rules.CORE:
@@ -284,22 +319,41 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
         rows += found
     finally:
         client.close()
-    traffic = [to_record(m) for m in client.traffic]
+    traffic = [record_of(m) for m in client.traffic]
     return ProbeReport(agent, org, unit, level, rows, card, time.monotonic() - started, traffic,
-                       frozenset(client.sent))
+                       frozenset(client.sent), deadline=deadline, ran_out=client.ran_out, not_kept=client.not_kept)
+
+
+def record_of(msg: MqttMessage) -> dict:
+    """The recording record of a message as the probe read it: a payload it does not read as JSON
+    (not JSON, nested deeper than 64 levels, a :class:`Cut`) is recorded as bytes, and a Cut with
+    the size it had."""
+    if msg.payload and msg.payload_format != 0 and json_of(msg) is None:
+        rec = to_record(replace(msg, payload_format=0))
+        rec["payload_format"] = msg.payload_format
+    else:
+        rec = to_record(msg)
+    if isinstance(msg, Cut):
+        rec["size"] = msg.size
+    return rec
 
 
 def _run_check(run: ProbeRun, c: rules.Check) -> Row:
     if run.silent_after is not None and not c.passive:
         outcome = rules.Outcome(rules.SKIPPED, remark=f"not run: the agent stopped answering after {run.silent_after}")
+    elif run.client.ran_out and not c.passive:
+        outcome = rules.Outcome(rules.SKIPPED, remark=f"not run: {run.out_of_time}")
     else:
         try:
             outcome = c.run(run)
         except Exception as exc:  # a check that trips over an odd answer reports it instead of ending the probe
             outcome = rules.failed("", "", f"the check could not read the agent's answer: {type(exc).__name__}: {exc}")
+        if run.client.ran_out and not c.passive:  # cut short: its verdict would blame the agent for the probe's clock
+            return Row.of(c, rules.Outcome(rules.SKIPPED, outcome.sent, outcome.received,
+                                           f"not finished: {run.out_of_time}"))
         if c.bad_input:
             run.bad_inputs.append(c.name)
-            if run.alive() is None:
+            if run.alive() is None and not run.client.ran_out:
                 run.silent_after = c.name
                 silent = "After this input the agent no longer answers (a GetTask got no reply)."
                 remark = f"{outcome.remark.rstrip('.')}. {silent}" if outcome.remark else silent
@@ -311,7 +365,7 @@ def lint_rows(run: ProbeRun, rows: list[Row]) -> list[Row]:
     """The traffic lint over everything the agent published during the probe: one row per rule it
     broke that no live check has already failed (Profile: every rule of ``a2a_nb.traffic.lint``)."""
     traffic = list(run.client.traffic)
-    records = [to_record(m) for m in traffic]
+    records = [record_of(m) for m in traffic]
     findings = check_traffic(records)
     # A request sent without Correlation Data may rightly be answered with an error that has none
     # (Responder Behavior 2): what arrives on its reply topic is the no-reply-path check's business.
