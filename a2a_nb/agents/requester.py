@@ -200,6 +200,10 @@ class Requester:
         self.on_attempt: Optional[Callable[[Attempt], None]] = None
         """Called on the caller's thread with each attempt once its outcome is known (answered, no
         reply within the first-reply timeout, refused): a notebook prints each one as it happens."""
+        self.on_notice: Optional[Callable[[str], None]] = None
+        """Told, in words, why the requester waits while nothing arrives: the broker gone and back
+        (its session's reconnects), a stream recovered with GetTask. ``send`` prints them on stderr;
+        unset, they are logged (INFO). May be called on the network thread: it must be quick."""
         self._inflight: dict[bytes, _Call] = {}
         self._addresses: dict[str, Address] = {}
         self._lock = threading.Lock()
@@ -208,6 +212,7 @@ class Requester:
         # seeded runs (notebooks, tests) keep their reproducible ids
         self._message_prefix = agent if self.ids.seed is not None else f"{agent}-{self.ids.uuid4()[:8]}"
         self.session = Session(org, unit, agent, broker=broker)
+        self.session.on_link = self._notice
         try:
             self._check_token_transport(token)
         except ValueError:
@@ -355,6 +360,16 @@ class Requester:
                 att.outcome = "answered" if att is call.attempts[-1] else "answered (late)"
                 self._settled(att)
         return first
+
+    def _notice(self, text: str) -> None:
+        hook = self.on_notice
+        if hook is None:
+            log.info("%s: %s", self.agent, text)
+            return
+        try:
+            hook(text)
+        except Exception:
+            log.exception("%s: on_notice failed", self.agent)
 
     def _settled(self, att: Attempt) -> None:
         """Tell ``on_attempt`` (if set) that ``att`` has its outcome; a failing hook is logged, never
@@ -570,6 +585,7 @@ class Stream:
         self._call, first, self.target = requester._operate(method, params, task_id, target, artifact_mode)
         self._pending: Optional[MqttMessage] = first
         self._dedup = StreamDeduper()
+        self._recover_why: Optional[str] = None  # set by recover_now
 
     def __iter__(self) -> Iterator[StreamEvent]:
         return self
@@ -635,10 +651,14 @@ class Stream:
     def _recover(self) -> StreamEvent:
         req = self.requester
         req._release(self._call)
+        why, self._recover_why = self._recover_why, None
         if not req.retry.can_recover(self.recoveries):
             self.done = True
             raise RequestTimeout(f"stream for task {self.task_id} stayed silent after {self.recoveries} recoveries")
         self.recoveries += 1
+        req._notice(f"{why or f'no stream item for {req.retry.stream_idle_timeout_s:g} s (the stream idle timeout)'}: "
+                    f"asking {self.target.label} for task {self.task_id} (GetTask, recovery {self.recoveries} of "
+                    f"{req.retry.max_attempts}) ...")
         task = req.get_task(self.task_id)
         self.view.apply({"task": task})
         if states.ends_stream(task["status"]["state"]):
@@ -649,6 +669,14 @@ class Stream:
                 req.target_of(self.task_id), self._artifact_mode)
             self._dedup = StreamDeduper()
         return self._emit(StreamEvent("recovered", task))
+
+    def recover_now(self, why: str) -> None:
+        """Recover at once instead of at the stream idle timeout, when ``why`` (the agent announced
+        itself again after a restart, the broker came back) says items may have been lost: the
+        reader wakes and asks with GetTask (Profile: Requester Retry 8). Any thread may call it."""
+        if not self.done:
+            self._recover_why = why
+            self._call.wake()
 
     def close(self) -> None:
         """Stop reading (a bridge whose HTTP client went away): the stream's correlations leave the

@@ -98,23 +98,50 @@ class MemoryTaskStore:
         return len(self._tasks)
 
 
+class TaskStoreError(OSError):
+    """The SQLite task store cannot be opened; the message names the file and why
+    (``cannot open task store PATH: it is a folder``)."""
+
+
 class SqliteTaskStore:
-    """One row per task; the JSON of the Task as it is on the wire."""
+    """One row per task; the JSON of the Task as it is on the wire.
+
+    Opening checks everything a first write would need (the file is an SQLite database the store can
+    write, its ``tasks`` table has the store's columns), so a wrong ``path`` fails at once with
+    :class:`TaskStoreError` naming it, not at the first task."""
 
     def __init__(self, path: Union[str, Path]):
         self.path = str(path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
         self._pending: dict[str, TaskRecord] = {}
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT, state TEXT, owner TEXT,"
-            " updated_at REAL, task TEXT NOT NULL, requester TEXT)"
-        )
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(tasks)")}
-        if "requester" not in columns:  # a store written before requesters were recorded
-            self._db.execute("ALTER TABLE tasks ADD COLUMN requester TEXT")
+        if Path(path).is_dir():
+            raise TaskStoreError(f"cannot open task store {path}: it is a folder; give a file in it, for "
+                                 f"example {Path(path) / 'tasks.db'}")
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise TaskStoreError(f"cannot open task store {path}: {_why(Path(path), exc)}") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT, state TEXT, owner TEXT,"
+                " updated_at REAL, task TEXT NOT NULL, requester TEXT)"
+            )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(tasks)")}
+            if "requester" not in columns:  # a store written before requesters were recorded
+                self._db.execute("ALTER TABLE tasks ADD COLUMN requester TEXT")
+                columns.add("requester")
+            self._db.execute("BEGIN IMMEDIATE")  # takes the write lock: a read-only file fails here, not later
+            self._db.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise TaskStoreError(f"cannot open task store {path}: {_why(Path(path), exc)}") from None
+        missing = set(_TABLE_COLUMNS) - columns
+        if missing:
+            self._db.close()
+            raise TaskStoreError(f"cannot open task store {path}: its table 'tasks' is not a task store's (no "
+                                 f"{', '.join(sorted(missing))} column); give another file")
 
     def get(self, task_id: str) -> Optional[TaskRecord]:
         with self._lock:
@@ -164,6 +191,24 @@ class SqliteTaskStore:
 
 
 _COLUMNS = "task, owner, updated_at, requester"
+_TABLE_COLUMNS = ("id", "context_id", "state", "owner", "updated_at", "task", "requester")
+
+
+def _why(path: Path, exc: sqlite3.Error) -> str:
+    """SQLite's reason for not opening ``path``, in words that say what to change."""
+    text = str(exc)
+    if "not a database" in text:
+        return "the file is not an SQLite database; give another file (a new one is created)"
+    if "readonly" in text or "read-only" in text:
+        return "the file is read-only; give a file you may write"
+    folder = path.parent
+    if "unable to open" in text:
+        if not folder.exists():
+            return f"its folder {folder} does not exist"
+        if not folder.is_dir():
+            return f"{folder} is not a folder"
+        return f"no permission to create or write it in {folder}"
+    return text
 
 
 def _record(row: tuple) -> TaskRecord:

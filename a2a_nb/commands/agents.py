@@ -45,6 +45,9 @@ def register(sub) -> None:
                         "same Task.id and contextId with a new messageId, to the agent that answers for the task "
                         "now (the analyst a handover named, remembered from earlier sends)")
     m.add_argument("--timeout", type=positive_seconds, default=15.0, help="first-reply timeout in seconds (default 15)")
+    m.add_argument("--idle-timeout", type=positive_seconds, default=None,
+                   help="with --stream: seconds without an item before the stream asks for the task with GetTask "
+                        "(default 30, or --timeout when longer)")
     add_scope(m)
     m.set_defaults(func=cmd_send)
 
@@ -62,8 +65,9 @@ def register(sub) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..agents.responder import Responder, ResponderOptions
+    from ..agents.store import TaskStoreError
     from ..mqtt.broker import ENV_CREDENTIALS, resolve
-    from ..story.cast import TicketDesk, analyst_pool, echo_card, echo_handler
+    from ..story.cast import DeskLoginError, TicketDesk, analyst_pool, echo_card, echo_handler
 
     url = resolve(args.broker).url_with_secret
     stoppers = []
@@ -75,8 +79,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         stopping = "echo (its card will say offline)"
         banner.append(f"echo serving on {r.request_topic} ({resolve(args.broker).url})")
     elif args.agent == "ticket-desk":
-        desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover, store_path=args.store,
-                          pool=args.pool, pace=args.pace, max_analysts=args.max_analysts)
+        try:
+            desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover,
+                              store_path=args.store, pool=args.pool, pace=args.pace, max_analysts=args.max_analysts)
+        except DeskLoginError as exc:  # the analysts would log in as the desk (README: The secure broker)
+            raise CliError(str(exc), hint=exc.hint) from None
+        except TaskStoreError as exc:  # a folder, a file of something else, a path it cannot write
+            raise UsageError(str(exc)) from None
         stoppers.append(desk.stop)
         stopping = "ticket-desk and its analysts (its card will say offline)"
         banner.append(f"ticket-desk serving on {desk.desk.request_topic} (handover plan: {args.handover}; at most "
@@ -107,28 +116,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_send(args: argparse.Namespace) -> int:
     from ..agents.requester import Requester
     from ..mqtt.broker import ENV_URL
-    from ..protocol import states
+    from ..protocol import errors, states
+    from ..protocol.errors import A2AError
     from ..protocol.retry import RetryProfile
 
     if not args.broker and not os.environ.get(ENV_URL):
         print(f"note: {ENV_URL} is not set, so this command started a private Mosquitto: agents served in other "
               f"shells are not on it (export {ENV_URL}=<the URL `python -m a2a_nb broker` prints>)",
               file=sys.stderr, flush=True)
-    retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=max(30.0, args.timeout))
+    idle = args.idle_timeout if args.idle_timeout is not None else max(30.0, args.timeout)
+    retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=idle)
     req = Requester(sender_agent(args), org=args.org, unit=args.unit, broker=args.broker, retry=retry,
                     routes_path=routes_path())
+    req.on_notice = _say  # the broker gone and back, a stream recovered: said while it happens
+    req.on_attempt = _say_attempt
     started = time.time()
+    streams: list = []  # the stream being read, for watch_presence
     try:
         message = None
         if args.task:  # the same Task.id and contextId, a new messageId (Profile: Multi-Turn Conversation)
             to = follow_up_target(req, args)
             task = req.get_task(args.task, to=to)
             message = req.new_message(args.text, task_id=args.task, context_id=task["contextId"])
+            first = req.routing.card(args.task)
+            watched = first.label if first is not None else to
         else:
-            to = args.agent
+            to = watched = args.agent
             if not to.startswith("pool:"):  # a pool has no card of its own
                 check_card(req.session, to, args.org, args.unit)
-        task_id, state = _print_send(req, to, args, message)
+        if not watched.startswith("pool:"):
+            watch_presence(req.session, watched, args.org, args.unit, streams)
+        try:
+            task_id, state = _print_send(req, to, args, message, streams)
+        except A2AError as exc:
+            if exc.code != errors.TASK_NOT_FOUND or not any(s.recoveries for s in streams):
+                raise
+            raise CliError(f"the agent answered error {exc.code} (TaskNotFound) when the stream was recovered: "
+                           f"{exc.message}", hint="the agent no longer knows the task: it restarted without its "
+                           "tasks (`serve ticket-desk --store FILE` keeps them across a restart)") from None
         for r in req.routing.reroutes():
             if r.at >= started:  # the routes file also holds the reroutes of earlier sends
                 print(f"routing: {r.cause} {r.from_} → {r.to}")
@@ -142,16 +167,58 @@ def cmd_send(args: argparse.Namespace) -> int:
         req.close()
 
 
-def _print_send(req, to: str, args: argparse.Namespace,
-                message: Optional[dict]) -> tuple[Optional[str], Optional[str]]:
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _say_attempt(attempt) -> None:
+    """``Requester.on_attempt``: an attempt that was not answered, said as it is settled."""
+    if not attempt.outcome.startswith("answered"):
+        why = "not sent: no connection to the broker" if attempt.reason_code == -1 else attempt.outcome
+        _say(f"attempt {attempt.number} to {attempt.topic.rsplit('/', 1)[-1]}: {why}")
+
+
+def watch_presence(session, agent: str, org: str, unit: str, streams: list) -> None:
+    """While ``send`` waits, say when the card of ``agent`` changes (Profile: Presence and Liveness):
+    ``offline`` (the agent stopped, or died and its last will spoke) or ``online`` again (it restarted,
+    or the broker did and it re-announced itself). On ``online`` again, a stream being read recovers at
+    once (GetTask) instead of at its idle timeout: items sent meanwhile are lost, and an agent restarted
+    without its store no longer knows the task. The first card (the retained one) is only noted."""
+    from ..mqtt.session import SessionError
+    from ..protocol import properties, topics
+
+    seen: list[str] = []
+
+    def on_card(msg) -> None:
+        status = (msg.user_property(properties.STATUS) or properties.ONLINE) if msg.payload else "unregistered"
+        first = not seen
+        seen.append(status)
+        if first:
+            return
+        if status != properties.ONLINE:
+            _say(f"{agent}: its card says {status} (the agent stopped, or died and its last will spoke); waiting")
+            return
+        _say(f"{agent}: its card says online again (the agent or the broker restarted)")
+        for stream in streams:
+            stream.recover_now(f"{agent} announced itself again")
+
+    try:
+        session.subscribe(topics.discovery_topic(org, unit, agent), handler=on_card)
+    except SessionError:  # a login that may not read cards: no watch
+        pass
+
+
+def _print_send(req, to: str, args: argparse.Namespace, message: Optional[dict],
+                streams: list) -> tuple[Optional[str], Optional[str]]:
     """Send (or stream) the request and print what came back: the reply, then one line saying what it
     was: a task and its state, or a Message (the agent made no task). Returns the Task.id and state
-    (None, None for a Message)."""
+    (None, None for a Message). A stream is put in ``streams`` while it is read."""
     from ..protocol import states
 
     t = time.perf_counter()
     if args.stream:
         stream = req.stream(to, None if message else args.text, message=message)
+        streams.append(stream)
         for ev in stream:
             print(f"{(time.perf_counter() - t) * 1000:8.1f} ms  {ev.kind:15s} "
                   f"{states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
@@ -309,6 +376,7 @@ def _event_text(ev) -> str:
 
 
 def cmd_story(args: argparse.Namespace) -> int:
+    from ..agents.requester import RequestTimeout
     from ..mqtt.broker import resolve
     from ..story.scenarios import SCENARIOS, AlreadyServed, run_scenario
 
@@ -332,8 +400,14 @@ def cmd_story(args: argparse.Namespace) -> int:
             except RuntimeError as exc:  # discovery found no served agent (not a subclass: those are outages)
                 if not args.served or type(exc) is not RuntimeError:
                     raise
-                raise CliError(str(exc), hint="serve them first (`python -m a2a_nb serve ticket-desk`; for the "
-                               "pool scenario also `serve analyst --pool analysts`) or drop --served") from None
+                raise CliError(str(exc), hint=f"serve them first: {name} needs {served_as(name)}; or drop "
+                               "--served") from None
+            except RequestTimeout as exc:  # nobody answered: with --served, the agents it needs are not there
+                from ..cli import broker_lost
+
+                if not args.served or broker_lost(args) is not None:
+                    raise
+                raise CliError(f"timeout: {exc}", hint=f"{name} needs {served_as(name)}; or drop --served") from None
     finally:
         if recorder is not None:
             recorder.wait_idle(0.3)
@@ -344,9 +418,30 @@ def cmd_story(args: argparse.Namespace) -> int:
     for r in results:
         print(f"{'OK ' if r.ok else 'BAD'} {r.name}: expected {r.expected}, observed {r.observed}, "
               f"final {r.final_state}")
+        if args.served and not r.ok:  # the served agents are not the ones this scenario is told with
+            print(f"    with --served, {r.name} needs {served_as(r.name)}")
     if args.record:
         print(f"recording: {args.record}")
     return 0 if all(r.ok for r in results) else 1
+
+
+PLAN_WORDS = {"first-reply": "handing tickets over at once (the default)", "mid-stream": "handing over mid-stream",
+              "none": "without handover", "double": "handing over twice per ticket",
+              "dies": "with analysts that die after asking for input"}
+"""What each ``serve ticket-desk --handover`` plan does, in the words ``story --served`` uses."""
+
+
+def served_as(name: str) -> str:
+    """What scenario ``name`` needs served for ``story --served``, and the command that serves it:
+    the desk with the scenario's handover plan, or the pool's members."""
+    from ..story.scenarios import SCENARIOS
+
+    spec = SCENARIOS[name]
+    if spec.get("pool"):
+        return f"the pool {spec['pool']} served: `python -m a2a_nb serve analyst --pool {spec['pool']} --members 3`"
+    plan = spec["handover"]
+    option = "" if plan == "first-reply" else f" --handover {plan}"
+    return f"the desk served {PLAN_WORDS[plan]}: `python -m a2a_nb serve ticket-desk{option}`"
 
 
 def _check_story_outputs(args: argparse.Namespace) -> None:

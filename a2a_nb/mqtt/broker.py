@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -58,6 +58,7 @@ class BrokerEndpoint:
     ca_file: Optional[str] = None
     inflight: int = 20
     username_is_client_id: bool = False  # the broker renames clients after their login (secure broker)
+    ca_from: str = field(default="", compare=False)  # where ca_file was named, for error messages
 
     @classmethod
     def from_url(cls, url: str) -> "BrokerEndpoint":
@@ -77,6 +78,7 @@ class BrokerEndpoint:
                               "from 1 to 65535, for example mqtt://127.0.0.1:1883") from None
         query = parse_qs(parts.query)
         ca = query.get("ca", [None])[0] or os.environ.get(ENV_CA) or None
+        ca_from = "?ca= in the broker URL" if query.get("ca", [None])[0] else ENV_CA if ca else ""
         try:
             inflight = int(query.get("inflight", ["20"])[0])
         except ValueError:
@@ -89,6 +91,7 @@ class BrokerEndpoint:
             password=unquote(parts.password) if parts.password else None,
             ca_file=ca,
             inflight=inflight,
+            ca_from=ca_from,
         )
 
     @property
@@ -115,6 +118,25 @@ class BrokerEndpoint:
             params.append(f"inflight={self.inflight}")
         query = "?" + "&".join(params) if params else ""
         return f"{'mqtts' if self.tls else 'mqtt'}://{auth}{host}:{self.port}{query}"
+
+    def ca_file_problem(self) -> Optional[str]:
+        """Why ``ca_file`` cannot be used (it does not exist, is a folder, cannot be read), naming it;
+        None when it can be read or there is none. The session asks before it loads the file, so a
+        wrong path is named instead of ``[Errno 2] No such file or directory``."""
+        if not self.ca_file:
+            return None
+        p = Path(self.ca_file)
+        if not p.exists():
+            why = "does not exist"
+        elif p.is_dir():
+            why = "is a folder, not a certificate file"
+        elif not os.access(p, os.R_OK):
+            why = "cannot be read (permissions)"
+        else:
+            return None
+        named = f" ({self.ca_from})" if self.ca_from else ""
+        return (f"the CA file {self.ca_file}{named} {why}: give the broker's CA certificate, for `broker --secure` "
+                "the ca.crt its banner names")
 
     def with_credentials(self, username: str, password: str) -> "BrokerEndpoint":
         return replace(self, username=username, password=password)
@@ -431,4 +453,4 @@ def login_from_file(endpoint: BrokerEndpoint, path: str, client_id: str) -> Brok
                           "logins for the story's cast only (ticket-desk, analyst-1.., coordinator, cli, "
                           "echo, ...); use one of those agent names, or put user:password in the URL")
     return replace(endpoint, username=client_id, password=users[client_id], ca_file=endpoint.ca_file or ca,
-                   username_is_client_id=True)
+                   username_is_client_id=True, ca_from=endpoint.ca_from if endpoint.ca_file else f"named in {path}")

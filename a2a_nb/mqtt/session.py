@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[MqttMessage], None]
 
 NO_MATCHING_SUBSCRIBERS = 16
+LINK_NOTICE_S = 5.0
+"""While the broker is gone, ``on_link`` hears of a reconnect attempt at most once per this many seconds
+(the first attempt always; the network loop tries after 0.05 s, doubling up to every 2 s)."""
 
 
 class SessionError(RuntimeError):
@@ -171,6 +174,9 @@ class Session:
     the session can still publish: the last word of an agent that exits without a goodbye of its
     own (``stop_all()``, ``atexit``, a re-run cell), since the broker sends no will after a clean
     DISCONNECT.
+    ``on_link``: told in words (on the network thread: it must be quick) when the connection to the
+    broker is lost, while the session tries to reconnect (``broker gone for 12 s, reconnecting (attempt
+    9) ...``, at most every :data:`LINK_NOTICE_S`) and when it is back; unset, the words are logged (INFO).
     """
 
     def __init__(
@@ -192,6 +198,10 @@ class Session:
         self.default_handler = default_handler
         self.on_reconnect: Optional[Callable[[], None]] = None
         self.on_close: Optional[Callable[[], None]] = None
+        self.on_link: Optional[Callable[[str], None]] = None
+        self._lost: Optional[tuple[float, str]] = None  # since when (monotonic) and why the broker is gone
+        self._reconnects = 0  # attempts since the connection was lost
+        self._link_said = 0.0
         self.inbox: "queue.Queue[MqttMessage]" = queue.Queue()
         self._will = will
         self._subs: list[tuple[Subscription, Optional[Handler]]] = []
@@ -223,12 +233,20 @@ class Session:
         c.on_subscribe = self._on_subscribe
         c.on_unsubscribe = self._on_unsubscribe
         c.on_socket_open = self._on_socket_open
+        c.on_pre_connect = self._on_pre_connect
         c.max_inflight_messages_set(self.endpoint.inflight)
         c.max_queued_messages_set(0)
         if self.endpoint.username:
             c.username_pw_set(self.endpoint.username, self.endpoint.password)
         if self.endpoint.tls:
-            c.tls_set(ca_certs=self.endpoint.ca_file)
+            problem = self.endpoint.ca_file_problem()
+            if problem:
+                raise ConnectFailed(problem)
+            try:
+                c.tls_set(ca_certs=self.endpoint.ca_file)
+            except (ssl.SSLError, OSError) as exc:  # a file that holds no certificate
+                raise ConnectFailed(f"cannot use the CA file {self.endpoint.ca_file}: it holds no PEM certificate "
+                                    f"({_reason(exc)}); give the broker's CA certificate") from None
         if self._will is not None:
             w = self._will
             c.will_set(w.topic, w.payload, qos=w.qos, retain=w.retain, properties=_properties(w, PacketTypes.WILLMESSAGE))
@@ -287,7 +305,37 @@ class Session:
             except OSError:  # already closed
                 pass
 
+    def _tell(self, text: str) -> None:
+        hook = self.on_link
+        if hook is None:
+            log.info("%s: %s", self.client_id, text)
+            return
+        try:
+            hook(text)
+        except Exception:  # a failing hook must not stop the network thread
+            log.exception("%s: the on_link hook failed", self.client_id)
+
+    def _on_pre_connect(self, client, userdata) -> None:
+        """paho is about to open a connection: after a loss, one more reconnect attempt."""
+        lost = self._lost
+        if lost is None:
+            return
+        self._reconnects += 1
+        now = time.monotonic()
+        if self._reconnects == 1:
+            self._tell(f"broker gone ({lost[1]}): reconnecting to {self.endpoint.url} (attempt 1) ...")
+        elif now - self._link_said >= LINK_NOTICE_S:
+            self._tell(f"broker gone for {now - lost[0]:.0f} s, reconnecting (attempt {self._reconnects}) ...")
+        else:
+            return
+        self._link_said = now
+
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        lost = self._lost
+        if lost is not None and reason_code.value < 0x80:
+            self._lost = None
+            self._tell(f"broker back after {time.monotonic() - lost[0]:.1f} s (attempt {self._reconnects}): "
+                       "subscriptions renewed; messages sent while it was gone may be lost")
         with self._cond:
             self._connack = (reason_code.value, str(reason_code))
             self._qos0_mids.clear()  # paho drops QoS 0 messages unsent at a disconnect, without on_publish
@@ -319,6 +367,10 @@ class Session:
         threading.Thread(target=run, name=f"{self.agent}-reconnected", daemon=True).start()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        if self.connect_count and not self._closed and self._lost is None:  # not our own close()
+            why = (f"it closed the connection: {reason_code} ({reason_code.value})"
+                   if flags.is_disconnect_packet_from_server else "connection lost")
+            self._lost, self._reconnects = (time.monotonic(), why), 0
         with self._cond:
             self._connected = False
             if self._connack is None:

@@ -3,6 +3,17 @@
 Profile: Requester Retry and Timeout Profile (defaults in rule 2; message expiry in rule 10);
 Mandatory Binding-Specific Error Mapping 7-8 (which errors are retry-eligible, see
 ``errors.classify``).
+
+**Worst cases** (T = ``reply_first_timeout_s``, I = ``stream_idle_timeout_s``, A = ``max_attempts``,
+B = the largest backoffs after failures 1 .. A-1; defaults: T 15 s, I 30 s, A 3, B 1.2 + 2.4 = 3.6 s):
+
+* one request (SendMessage, GetTask, a stream's first item), nobody answering: A*T + B
+  (:meth:`RetryProfile.worst_case_s`, 48.6 s). With the broker gone every publish is refused at once:
+  B (3.6 s), plus T for an attempt sent just before it went (18.6 s). A silent handover target adds
+  as much again for the fallback to the card agent (97.2 s).
+* a stream gone quiet after an item: I, then a recovery (GetTask, and SubscribeToTask while the task
+  runs: each one request as above), at most A recoveries. Broker killed: I + B = 33.6 s after the last
+  item; a broker that vanishes without closing the connection: I + A*T + B = 78.6 s.
 """
 from __future__ import annotations
 

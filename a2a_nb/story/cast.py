@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Optional, Union
 
 from ..agents.context import TaskContext
@@ -32,7 +33,7 @@ from ..agents.recovery import fail_orphaned_tasks
 from ..agents.responder import Responder, ResponderOptions
 from ..agents.runtime import TaskRuntime
 from ..agents.store import MemoryTaskStore, SqliteTaskStore
-from ..mqtt.broker import BrokerEndpoint
+from ..mqtt.broker import ENV_CREDENTIALS, ENV_URL, BrokerEndpoint, BrokerError
 from ..protocol import cards, errors, messages
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
@@ -165,8 +166,30 @@ def _admission_key(message: dict) -> tuple:
     return message.get("taskId"), message.get("messageId")
 
 
+class DeskLoginError(BrokerError):
+    """The broker URL logs the desk's analysts in with somebody else's login (``hint``: what to do)."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+LOGIN_HINT = (f"drop the login from the broker URL and export {ENV_CREDENTIALS}=/path/credentials.json (the "
+              "file `python -m a2a_nb broker --secure` prints): every agent then logs in as itself (in a cell: "
+              "TicketDesk(broker=secure_broker.credentials))")
+
+
 class TicketDesk:
-    """The card agent plus its analysts (at most ``max_analysts``), sharing one task runtime (and store)."""
+    """The card agent plus its analysts (at most ``max_analysts``), sharing one task runtime (and store).
+
+    **One login per agent.** A broker that names every client after its login (``broker --secure``:
+    ``use_username_as_clientid``) would rename an analyst that connected with the desk's login to the
+    desk's Client ID and close the desk's connection; the desk reconnects and closes the analyst's: a
+    session takeover on every reconnect. So when the URL logs in as the desk (a username shaped like a
+    Client ID, ``{org}/{unit}/ticket-desk``), the analysts take their own logins from
+    ``A2A_BROKER_CREDENTIALS``; without that file the desk refuses to start (:class:`DeskLoginError`),
+    as it does under another agent's login.
+    """
 
     def __init__(self, *, org: str = "acme", unit: str = "support", broker: BrokerChoice = None,
                  handover: str = "first-reply", store_path: Optional[str] = None, pace: float = 0.05,
@@ -181,6 +204,7 @@ class TicketDesk:
         self._uses = itertools.count(1)
         self.refused = 0  # new tasks answered -32004 (at capacity)
         self.org, self.unit, self.broker = org, unit, broker
+        self._analysts_broker = self._logins(broker)  # before anything connects or opens a file
         self.handover = handover
         self.ids = IdSource(seed)
         self.analyst = Analyst(pace=pace)
@@ -198,6 +222,30 @@ class TicketDesk:
         self.desk = Responder("ticket-desk", self._desk_handler, org=org, unit=unit, card=desk_card(org, unit),
                               runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), pool=pool,
                               options=ResponderOptions(ids=self.ids, admit=self._admit))
+
+    def _logins(self, broker: BrokerChoice) -> BrokerChoice:
+        """What the analysts connect with: ``broker``, or, when its URL logs in as the desk, the same URL
+        without the login, so each analyst's session takes its own from ``A2A_BROKER_CREDENTIALS``
+        (``mqtt.broker.resolve``). Raises :class:`DeskLoginError` when that file is not set, or when
+        the login is another agent's."""
+        if callable(broker):  # one endpoint per agent already (SecureBroker.credentials)
+            return broker
+        url = broker if isinstance(broker, str) else os.environ.get(ENV_URL) if broker is None else None
+        endpoint = broker if isinstance(broker, BrokerEndpoint) else BrokerEndpoint.from_url(url) if url else None
+        if endpoint is None or not endpoint.username:
+            return broker
+        login, desk = endpoint.username, f"{self.org}/{self.unit}/ticket-desk"
+        if not endpoint.username_is_client_id and login.count("/") != 2:
+            return broker  # an ordinary login (user:password): the broker keeps every agent's Client ID
+        if login != desk:
+            raise DeskLoginError(f"the broker URL logs in as {login}, but the desk is {desk}: a broker that names "
+                                 "clients after their login would not let it read its own requests", LOGIN_HINT)
+        if not os.environ.get(ENV_CREDENTIALS):
+            raise DeskLoginError(
+                f"the broker URL logs in as {desk}, the desk's own login: its analysts (analyst-1.."
+                f"analyst-{self.max_analysts}) would log in as the desk too, and the broker would close the "
+                "desk's connection for each of them (a session takeover)", LOGIN_HINT)
+        return replace(endpoint, username=None, password=None, username_is_client_id=False).url_with_secret
 
     # -- capacity: slots reserved at admission, freed when the handler returns ---------------------------
     def _admit(self, message: dict) -> Optional[A2AError]:
@@ -255,7 +303,7 @@ class TicketDesk:
         worker runs the ticket; the analyst's own only serve follow-ups sent to its topic."""
         if slot.analyst is None or not slot.analyst.alive:
             inst = Responder(slot.name, self._analyst_handler, org=self.org, unit=self.unit, runtime=self.runtime,
-                             broker=broker_for(self.broker, slot.name),
+                             broker=broker_for(self._analysts_broker, slot.name),
                              options=ResponderOptions(ids=self.ids, workers=2))
             with self._lock:
                 slot.analyst = inst

@@ -151,7 +151,8 @@ def test_broker_lost_mid_story_exits_1_with_a_clear_line(private_broker):
 def test_story_served_without_agents_says_to_serve_them(private_broker):
     out = run(["story", "--served", "--scenario", "no-handover"], dict(os.environ, A2A_BROKER_URL=private_broker.url))
     assert_clean_failure(out, 1, "error: no online agent with a root-cause-analysis skill",
-                         "hint: serve them first (`python -m a2a_nb serve ticket-desk`")
+                         "hint: serve them first: no-handover needs the desk served without handover: "
+                         "`python -m a2a_nb serve ticket-desk --handover none`")
 
 
 def test_a_broker_that_never_answers_is_named_at_once(silent_port, tmp_path):
