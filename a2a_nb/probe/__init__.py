@@ -8,7 +8,9 @@ In a cell::
                              # received, verdict, remark); .attrs["summary"] holds the verdict
 
 On the command line: ``python -m a2a_nb probe AGENT [--level extended] [--json | --junit FILE]``
-(exit status 1 on any MUST failure). ``run_probe`` returns the full :class:`ProbeReport`.
+(exit status 1 on any MUST failure). ``run_probe`` returns the full :class:`ProbeReport`. The probe
+always ends: an exchange lasts 10 timeouts at most, the whole probe ``deadline`` seconds (default
+60 timeouts), and what it keeps and shows of the agent is bounded and escaped (``client``, ``report``).
 
 Profile: Conformance Levels (Core and Extended); the checks are listed in ``rules.CHECKS``.
 """
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 def probe(agent: str, **options: Any) -> "pd.DataFrame":
     """Probe ``agent`` and return one row per check (``run_probe``'s options: org, unit, broker,
-    level, pool, token, timeout). ``df.attrs["summary"]`` is the one-line verdict."""
+    level, pool, token, timeout, deadline, probe_as). ``df.attrs["summary"]`` is the one-line verdict."""
     return run_probe(agent, **options).frame()
 
 

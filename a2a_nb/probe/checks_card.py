@@ -64,7 +64,8 @@ def card_schema(run: ProbeRun) -> Outcome:
     if sdk:
         problems.append(sdk)
     if not problems:
-        return passed(_subscribed(run), f"card {quoted(run.card.get('name'))}, {_count(run.card.get('skills'))} skill(s)")
+        return passed(_subscribed(run),
+                      f"card {quoted(run.card.get('name'))}, {_count(run.card.get('skills'))} skill(s)")
     return failed(_subscribed(run), "an AgentCard with problems", "; ".join(problems[:4]))
 
 
@@ -77,7 +78,8 @@ def card_interface(run: ProbeRun) -> Outcome:
     mqtt = [i for i in run.card.get("supportedInterfaces") or []
             if isinstance(i, dict) and cards.is_mqtt_binding(i.get("protocolBinding"))]
     if named is None and mqtt:
-        return passed(_subscribed(run), f"MQTT interface {quoted(mqtt[0].get('url'))} ({quoted(mqtt[0].get('protocolBinding'), 100)})",
+        return passed(_subscribed(run),
+                      f"MQTT interface {quoted(mqtt[0].get('url'))} ({quoted(mqtt[0].get('protocolBinding'), 100)})",
                       interop="the MQTT interface's url names no request topic; requesters take the Topic Model's "
                               f"direct topic {run.request_topic}")
     if named is None:
@@ -172,7 +174,8 @@ def jsonrpc_id(base: Sent) -> Outcome:
     asked = jsonrpc.request_id_of(base.exchange.sent.payload)
     if response.get("id") == asked:
         return passed(_sent(base), f"id {asked!r}")
-    return failed(_sent(base), f"id {quoted(response.get('id'))}", f"the request's id was {asked!r}: a JSON-RPC response "
+    return failed(_sent(base), f"id {quoted(response.get('id'))}",
+                  f"the request's id was {asked!r}: a JSON-RPC response "
                   "carries its request's id")
 
 
@@ -186,7 +189,8 @@ def task_id_echo(base: Sent) -> Outcome:
     if not named:
         return failed(_sent(base), base.exchange.came_back(), "the reply names no Task.id (an error, or a Message "
                       "without taskId): responders echo the requester's Task.id in every reply (Request/Reply Mapping 7)")
-    return failed(_sent(base), f"Task.id {quoted(wrong[0])}", "the reply names a Task.id of the agent's own: over MQTT the "
+    return failed(_sent(base), f"Task.id {quoted(wrong[0])}",
+                  "the reply names a Task.id of the agent's own: over MQTT the "
                   "requester creates Task.id (a UUIDv4) and the responder must use it (Request/Reply Mapping 6-7)")
 
 
@@ -197,7 +201,8 @@ def context_echo(base: Sent) -> Outcome:
     if named and all(c == base.context_id for c in named):
         return passed(_sent(base), f"contextId {base.context_id[:8]}… echoed")
     shown = named[0] if named else None
-    return failed(_sent(base), f"contextId {quoted(shown)}", "responders preserve and echo the requester's contextId in "
+    return failed(_sent(base), f"contextId {quoted(shown)}",
+                  "responders preserve and echo the requester's contextId in "
                   "every response (Context Identifier Semantics 4)")
 
 

@@ -68,7 +68,8 @@ def idempotent_resend(run: ProbeRun) -> Outcome:
     task = task_in(ex.response)
     named = task_ids_of(ex.response, {})[0]
     if named != base.task_id:
-        return failed(sent, ex.came_back(), f"the resend names task {quoted(named)}, not {base.task_id!r}: a duplicate task")
+        return failed(sent, ex.came_back(),
+                      f"the resend names task {quoted(named)}, not {base.task_id!r}: a duplicate task")
     first_kind, again_kind = _kind(base.exchange.result), _kind(ex.result)
     interop = (f"the first answer was {first_kind}, the resend's is {again_kind}: a requester that reads one kind "
                "of answer misses the other") if first_kind != again_kind else ""
@@ -279,7 +280,8 @@ def stream_artifacts(run: ProbeRun, sents: list[Sent]) -> Outcome:
                 continue
             aid = update["artifact"].get("artifactId")
             if update.get("append") and aid not in seen:
-                return failed(_stream_sent(sents), f"append to artifact {quoted(aid)}", "append=true extends an artifact "
+                return failed(_stream_sent(sents), f"append to artifact {quoted(aid)}",
+                              "append=true extends an artifact "
                               "already sent; the first chunk of an artifact has append false")
             if aid in seen and seen.is_sealed(aid):
                 return failed(_stream_sent(sents), f"a chunk of artifact {quoted(aid)} after its lastChunk",
@@ -350,7 +352,8 @@ def multi_turn(run: ProbeRun) -> Outcome:
                       "resumes processing on the new correlation")
     named = (task_in(ex.response) or {}).get("id") or ((ex.result or {}).get("message") or {}).get("taskId")
     if named != base.task_id:
-        return failed(sent, ex.came_back(), f"the continuation answered for task {quoted(named)}: the task keeps its Task.id")
+        return failed(sent, ex.came_back(),
+                      f"the continuation answered for task {quoted(named)}: the task keeps its Task.id")
     return passed(sent, ex.came_back())
 
 
@@ -367,7 +370,8 @@ def new_turn(run: ProbeRun) -> Outcome:
                       "(Interaction Patterns 2): accept it")
     ctx = task_ids_of(ex.response, {})[1]
     if ctx != base.context_id:
-        return failed(sent, ex.came_back(), f"the reply has contextId {quoted(ctx)}: responders echo the requester's contextId")
+        return failed(sent, ex.came_back(),
+                      f"the reply has contextId {quoted(ctx)}: responders echo the requester's contextId")
     return passed(sent, ex.came_back())
 
 

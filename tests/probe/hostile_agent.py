@@ -110,7 +110,8 @@ class HostileAgent:
         self.c.subscribe(f"$a2a/v1/request/{ORG}/{unit}/{agent}", qos=1)
         assert ready.wait(5), "no SUBACK"
         if card_payload is None:
-            card_payload = json.dumps(card(unit, agent, "Hostile" + (CONTROL if behaviour == "control" else ""))).encode()
+            name = "Hostile" + (CONTROL if behaviour == "control" else "")
+            card_payload = json.dumps(card(unit, agent, name)).encode()
         status = [("a2a-status", "online"), ("a2a-status-source", "agent")]
         self.c.publish(self.card_topic, card_payload, qos=1, retain=True,
                        properties=_props(None, UserProperty=status)).wait_for_publish(10)
