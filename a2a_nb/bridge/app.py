@@ -18,7 +18,6 @@ one's time (the Requester's retry profile). The ``Authorization`` header goes on
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -92,7 +91,8 @@ def rpc_error(request_id: jsonrpc.RequestId, error: A2AError, status: int = 200)
 
 
 class BridgeApp:
-    """The routes, their limits and counters; ``app`` is the Starlette application."""
+    """The routes, their limits and counters; ``app`` is the ASGI application (the routes behind
+    ``guard.Guard``)."""
 
     def __init__(self, forwarder: Forwarder, cards: CardWatch, url: str, allowed: Allowed, *,
                  max_requests: int = 16, max_streams: int = 8, max_body_bytes: int = MAX_BODY_BYTES,
@@ -108,8 +108,6 @@ class BridgeApp:
         self._lock = threading.Lock()  # streams are counted on the event loop and closed by stop()
         self._unary_threads = anyio.CapacityLimiter(max_requests)
         self._stream_threads = anyio.CapacityLimiter(max_streams)
-        # the waits for a stream's next item: one thread per open stream at most
-        self._item_waits = ThreadPoolExecutor(max_streams, thread_name_prefix="bridge-stream")
         routes = Starlette(routes=[Route(WELL_KNOWN_PATH, self.card, methods=["GET"]),
                                    Route("/", self.rpc, methods=["POST"])])
         self.app = Guard(routes, allowed, self.refusals, self.stats.add)
@@ -188,8 +186,8 @@ class BridgeApp:
         if closing:  # opened while the bridge stops: its first item, then the end
             opened.close()
         # the background task runs after the response, also when the client left mid-stream
-        return StreamingResponse(relay(opened, first, request_id, self.agent, self._item_waits,
-                                       self.broker_connected, self.broker_patience_s,
+        return StreamingResponse(relay(opened, first, request_id, self.agent, self.broker_connected,
+                                       self.broker_patience_s,
                                        self.forwarder.requester.retry.stream_idle_timeout_s),
                                  media_type=MEDIA_TYPE, headers={"Cache-Control": "no-store"},
                                  background=BackgroundTask(opened.close))
@@ -214,5 +212,4 @@ class BridgeApp:
             streams = list(self.open_streams)
         for opened in streams:
             opened.close()
-        self._item_waits.shutdown(wait=False, cancel_futures=True)
 

@@ -2,9 +2,9 @@
 and refusals logged once per interval.
 
 A web page, or any local process, can open connections and never finish a request (slowloris):
-each one holds a file descriptor. Without a bound, about 1,100 of them at a limit of 1,024 files
-locked the bridge out, and asyncio's retries of the failing ``accept()`` spun a core while logging
-about 30,000 lines per second ("Too many open files"). So:
+each one holds a file descriptor. Without a bound, 1,100 of them at a limit of 1,024 files locked
+the bridge out (every descriptor taken), and asyncio's retries of the failing ``accept()`` kept
+45 % of a core busy logging "Too many open files", 72,000 lines in 4 s. So:
 
 * **at most ``max_connections`` open** (default 64, well under the usual 1,024 files; the 16 unary
   requests and 8 streams of ``app.BridgeApp`` fit with room for idle keep-alive clients). When all
@@ -15,6 +15,11 @@ about 30,000 lines per second ("Too many open files"). So:
 * **a request must arrive in full within ``request_timeout_s``** (default 10 s; head and body),
   counted from the connection's start or, on a kept-alive connection, from the request's first
   byte (between requests uvicorn's keep-alive timeout of 5 s closes an idle connection);
+* **a listen backlog of 64**: asyncio accepts up to that many connections in one turn of its loop
+  before the cap sees any of them, and closes the ones pushed out a turn later, so a burst briefly
+  holds more than the cap (measured: at most 191 descriptors during 300 or 1,100 idle connections,
+  73 once settled). A limit of 1,024 files leaves room to spare; at a low one (256) a burst may
+  touch it, which costs one log line and a second's pause in accepting, never a flood;
 * **refusals are logged once per interval** (``RefusalLog``, 10 s): the first one at once, the rest
   as one line with their count, never one line per connection.
 
@@ -39,7 +44,7 @@ log = logging.getLogger(__name__)
 MAX_CONNECTIONS = 64
 REQUEST_TIMEOUT_S = 10.0
 LOG_INTERVAL_S = 10.0
-LISTEN_BACKLOG = 128
+LISTEN_BACKLOG = 64
 
 
 def _plain_response(status: str, text: str, *headers: str) -> bytes:
@@ -58,8 +63,8 @@ class RefusalLog:
     """Warnings about refused connections and requests, at most one line per kind per ``interval_s``.
 
     ``note(kind, detail)`` logs the first refusal of a kind at once; later ones within the interval
-    are counted and said in one line when it ends ("... 1,234 times in the last 10 s"). Runs on the
-    server's event loop (the flush is a ``call_later`` of that loop)."""
+    are counted and said in one line when it ends (``KIND: 1234 more in the last 10 s (last:
+    DETAIL)``). Runs on the server's event loop (the flush is a ``call_later`` of that loop)."""
 
     def __init__(self, interval_s: float = LOG_INTERVAL_S, logger: logging.Logger = log):
         self.interval_s, self.logger = interval_s, logger
@@ -109,7 +114,8 @@ class ConnectionGate:
         self.refusals = refusals or RefusalLog()
         self.count = count or (lambda _name: None)  # tells the bridge's stats: refused, evicted, timed_out
         self.open: set[asyncio.Protocol] = set()
-        self.waiting: "OrderedDict[asyncio.Protocol, None]" = OrderedDict()  # no whole request yet, oldest first
+        # the open connections without a whole request yet, oldest first, with their transports
+        self.waiting: "OrderedDict[asyncio.Protocol, asyncio.BaseTransport]" = OrderedDict()
 
     def admit(self, conn: asyncio.Protocol) -> bool:
         """Room for ``conn``? At the cap, the oldest connection still waiting for its request is
@@ -120,12 +126,12 @@ class ConnectionGate:
                 self.refusals.note(f"refused a connection: all {self.max_connections} open connections are busy "
                                    "with requests (HTTP 503)")
                 return False
-            oldest, _ = self.waiting.popitem(last=False)
+            oldest, transport = self.waiting.popitem(last=False)
             self.open.discard(oldest)
+            transport.close()  # its connection_lost follows on the loop's next turn
             self.count("connections_evicted")
             self.refusals.note(f"closed a connection without a whole request to make room for a new one "
                                f"(at most {self.max_connections} open)")
-            getattr(oldest, "transport").close()
         self.open.add(conn)
         return True
 
@@ -166,7 +172,7 @@ def gated_protocol(gate: ConnectionGate) -> type[H11Protocol]:
         def _await_request(self) -> None:
             if self._deadline is None and not self.transport.is_closing():
                 self._deadline = asyncio.get_running_loop().call_later(gate.request_timeout_s, self._timed_out)
-                gate.waiting[self] = None
+                gate.waiting[self] = self.transport
 
         def _request_arrived(self) -> None:
             if self._deadline is not None:

@@ -149,17 +149,17 @@ class Guard:
     def _refusal(self, headers: Headers) -> Optional[Response]:
         hosts, origins = headers.getlist("host"), headers.getlist("origin")
         if len(hosts) != 1 or hosts[0].lower() not in self.allowed.hosts:
-            got = shown(hosts[0]) if len(hosts) == 1 else f"{len(hosts)} Host headers"
+            got = f"Host {shown(hosts[0])}" if len(hosts) == 1 else f"{len(hosts)} Host headers"
             self.count("refused_host")
             self.refusals.note("refused a request for a foreign Host (a DNS-rebinding web page?)", got)
-            return self._forbidden(f"Host {got} is not this bridge's: it answers to 127.0.0.1:{self.allowed.port} "
-                                   f"and localhost:{self.allowed.port} (add names with --allow-host)")
+            return self._forbidden(f"{got}: this bridge answers to Host 127.0.0.1:{self.allowed.port} and "
+                                   f"localhost:{self.allowed.port} (add names with --allow-host)")
         if origins and (len(origins) != 1 or origins[0].lower() not in self.allowed.origins):
             got = shown(origins[0])
             self.count("refused_origin")
             self.refusals.note("refused a request from a web page", got)
-            return self._forbidden(f"requests from web pages at {got} are refused: this bridge serves pages of no "
-                                   "other origin (allow one with --allow-origin)")
+            return self._forbidden(f"this bridge refuses requests from web pages (this one came from {got}); "
+                                   "allow a site's pages with --allow-origin")
         return None
 
     @staticmethod

@@ -8,7 +8,8 @@ is the JSON-RPC error response (as the a2a-sdk server sends it).
 
 The MQTT side of a stream lives exactly as long as its HTTP client listens: whichever way the
 response ends (the task reached a final or interrupted state, an error, the client went away), the
-Stream is closed, which frees its Correlation Data and the worker thread that waits for the next item.
+Stream is closed, which frees its Correlation Data and ends the stream's reader, a daemon thread that
+hands each item to the event loop (``pump``).
 
 **While a stream waits**, the response says why in SSE comments, which every SSE client skips (the
 a2a-sdk's too) and which keep the connection visibly alive. While the broker is away (the bridge's
@@ -41,7 +42,6 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import Executor
 from typing import Any, Callable, Optional
 
 from ..agents.requester import RequestTimeout, Stream
@@ -64,12 +64,6 @@ def sse_event(payload: Any, event: Optional[str] = None) -> bytes:
 def sse_comment(text: str) -> bytes:
     """An SSE comment (``: text``), which clients skip: what the bridge is doing while a stream waits."""
     return f": {' '.join(text.splitlines())}\n\n".encode()
-
-
-def _next_result(stream: Stream) -> Optional[dict[str, Any]]:
-    """The next item as a StreamResponse, or None at the end (blocks: runs on a worker thread)."""
-    event = next(stream, None)
-    return None if event is None else stream_result(event)
 
 
 class OpenStream:
@@ -143,36 +137,62 @@ class Waiting:
                 f"silent for {self.idle_timeout_s:g} s is recovered with GetTask")
 
 
-async def relay(opened: OpenStream, first: dict[str, Any], request_id: RequestId, agent: str, waits: Executor,
+Handoff = tuple[str, Any]  # ("item", StreamResponse) | ("end", None) | ("error", exception)
+
+
+def pump(stream: Stream, loop: asyncio.AbstractEventLoop, items: "asyncio.Queue[Handoff]") -> None:
+    """Read ``stream`` to its end on this (daemon) thread, handing each item to ``items`` on ``loop``.
+    Blocking reads stay off the event loop; a daemon thread never holds up the program's exit."""
+    def hand(kind: str, value: Any) -> bool:
+        try:
+            loop.call_soon_threadsafe(items.put_nowait, (kind, value))
+            return True
+        except RuntimeError:  # the loop is closed: the bridge stopped, nobody reads any more
+            stream.close()
+            return False
+
+    try:
+        for event in stream:
+            if not hand("item", stream_result(event)):
+                return
+        hand("end", None)
+    except Exception as exc:  # noqa: BLE001 - the response says it as its last event
+        hand("error", exc)
+
+
+async def relay(opened: OpenStream, first: dict[str, Any], request_id: RequestId, agent: str,
                 broker_connected: Callable[[], bool], patience_s: float,
                 idle_timeout_s: float) -> AsyncIterator[bytes]:
     """The SSE bytes of a stream whose first item was already read.
 
-    Waiting for the next item blocks a thread of ``waits``; every ``STATUS_EVERY_S`` without one
+    The stream's reader (``pump``) hands the next items over; every ``STATUS_EVERY_S`` without one
     the response may say why in a comment (``Waiting``). When the HTTP client goes away, Starlette
-    cancels this generator, and ``finally`` closes the stream, which also wakes that thread (the
-    event loop does not wait for it)."""
+    cancels this generator, and ``finally`` closes the stream, which also ends the reader."""
     loop = asyncio.get_running_loop()
+    items: "asyncio.Queue[Handoff]" = asyncio.Queue()
+    threading.Thread(target=pump, args=(opened.stream, loop, items), name=f"bridge-stream-{agent}",
+                     daemon=True).start()
     waiting = Waiting(agent, broker_connected, patience_s, idle_timeout_s)
+    getter: Optional["asyncio.Task[Handoff]"] = None
     try:
         yield sse_event(jsonrpc.result_response(request_id, first))
         while True:
-            try:
-                pending = loop.run_in_executor(waits, _next_result, opened.stream)
-            except RuntimeError:  # its executor is shut down: the bridge stops, the response ends here
-                return
-            while not (await asyncio.wait({pending}, timeout=STATUS_EVERY_S))[0]:
+            getter = getter or asyncio.ensure_future(items.get())
+            if not (await asyncio.wait({getter}, timeout=STATUS_EVERY_S))[0]:
                 note = waiting.check()
                 if note:
                     yield sse_comment(note)
-            item = pending.result()
-            if item is None:
+                continue
+            (kind, value), getter = getter.result(), None
+            if kind == "error":
+                raise value
+            if kind == "end":
                 opened.finished = True
                 return
             note = waiting.arrived()
             if note:
                 yield sse_comment(note)
-            yield sse_event(jsonrpc.result_response(request_id, item))
+            yield sse_event(jsonrpc.result_response(request_id, value))
     except Exception as exc:  # noqa: BLE001 - every failure becomes the stream's last event
         opened.finished = True
         # no broker: said the same way whether the bridge's patience or the requester's retries ran out
@@ -181,4 +201,6 @@ async def relay(opened: OpenStream, first: dict[str, Any], request_id: RequestId
             else as_error(exc, agent)
         yield sse_event(jsonrpc.error_response(request_id, error), event="error")
     finally:
+        if getter is not None:
+            getter.cancel()
         opened.close()

@@ -133,6 +133,9 @@ def test_a_rebinding_page_cannot_read_tasks(bridge):
                 "Host": host, "Content-Type": "application/json", "Origin": f"http://{host}"})
             assert status == 403, (host, path)
             assert task_id.encode() not in data and b"ticket" not in data.lower()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:  # HTTP/1.0 without a Host
+        raw.sendall(b"GET /.well-known/agent-card.json HTTP/1.0\r\n\r\n")
+        assert raw.recv(65536).startswith(b"HTTP/1.1 403")
     # the names a local client uses are fine, with or without the bridge's own Origin
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
         status, _, data = call(port, "POST", body=rpc_body("GetTask", {"id": task_id}),
@@ -141,7 +144,7 @@ def test_a_rebinding_page_cannot_read_tasks(bridge):
     status, _, _ = call(port, "GET", "/.well-known/agent-card.json",
                         headers={"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"})
     assert status == 200
-    assert bridge.stats.refused_host == 12
+    assert bridge.stats.refused_host == 13
 
 
 def test_names_and_origins_the_operator_allows(broker_url, unit, desk):
@@ -201,10 +204,16 @@ def _half_sent(port: int) -> socket.socket:
 def test_idle_half_sent_requests_do_not_lock_the_bridge_out(broker_url, unit, desk, tmp_path):
     """300 connections that never finish their request, against a bridge allowed 256 files (the
     issue's 1,100 at 1,024, scaled down). Before: every descriptor taken, a card request timed out,
-    ~38 % of a core and ~500,000 log lines in 10 s. Now: served, idle, a few lines."""
+    about 40 % of a core busy and 74,000 log lines within 4 s. Now: served, idle, a line or two (at
+    this low limit a burst may touch it once: one rate-limited line, never a flood)."""
     def low_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
 
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < HALF_SENT + 200:  # the attacker's own sockets
+        if hard != resource.RLIM_INFINITY and hard < HALF_SENT + 200:
+            pytest.skip(f"this process may open only {hard} files")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (HALF_SENT + 200, hard))
     log_file = tmp_path / "bridge.err"
     with open(log_file, "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "a2a_nb", "bridge", "ticket-desk", "--unit", unit],
@@ -225,9 +234,8 @@ def test_idle_half_sent_requests_do_not_lock_the_bridge_out(broker_url, unit, de
         open_files = len(os.listdir(f"/proc/{proc.pid}/fd"))
         lines = log_file.read_text().splitlines()
         assert busy < 0.15, f"the bridge used {busy:.0%} of a core while idle connections waited"
-        assert open_files < FD_LIMIT - 64, open_files
-        assert len(lines) <= 5, lines[:10]
-        assert not any("Too many open files" in line for line in lines)
+        assert open_files < FD_LIMIT // 2, open_files
+        assert len(lines) <= 3, lines[:10]
     finally:
         for s in attackers:
             s.close()
