@@ -656,9 +656,9 @@ class Stream:
             self.done = True
             raise RequestTimeout(f"stream for task {self.task_id} stayed silent after {self.recoveries} recoveries")
         self.recoveries += 1
-        req._notice(f"{why or f'no stream item for {req.retry.stream_idle_timeout_s:g} s (the stream idle timeout)'}: "
-                    f"asking {self.target.label} for task {self.task_id} (GetTask, recovery {self.recoveries} of "
-                    f"{req.retry.max_attempts}) ...")
+        idle = f"no stream item for {req.retry.stream_idle_timeout_s:g} s (the stream idle timeout)"
+        req._notice(f"{why or idle}: asking {self.target.label} for task {self.task_id} (GetTask, recovery "
+                    f"{self.recoveries} of {req.retry.max_attempts}) ...")
         task = req.get_task(self.task_id)
         self.view.apply({"task": task})
         if states.ends_stream(task["status"]["state"]):
@@ -668,6 +668,7 @@ class Stream:
                 jsonrpc.SUBSCRIBE_TO_TASK, messages.subscribe_task_params(self.task_id), self.task_id,
                 req.target_of(self.task_id), self._artifact_mode)
             self._dedup = StreamDeduper()
+        self._recover_why = None  # a recover_now during this recovery woke the call it replaced
         return self._emit(StreamEvent("recovered", task))
 
     def recover_now(self, why: str) -> None:

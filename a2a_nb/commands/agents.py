@@ -175,7 +175,8 @@ def _say_attempt(attempt) -> None:
     """``Requester.on_attempt``: an attempt that was not answered, said as it is settled."""
     if not attempt.outcome.startswith("answered"):
         why = "not sent: no connection to the broker" if attempt.reason_code == -1 else attempt.outcome
-        _say(f"attempt {attempt.number} to {attempt.topic.rsplit('/', 1)[-1]}: {why}")
+        scope, name = attempt.topic.rsplit("/", 1)
+        _say(f"attempt {attempt.number} to {'pool:' if scope.endswith('/pool') else ''}{name}: {why}")
 
 
 def watch_presence(session, agent: str, org: str, unit: str, streams: list) -> None:
