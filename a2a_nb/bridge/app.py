@@ -36,7 +36,7 @@ from .card import WELL_KNOWN_PATH, CardWatch, bridged_card
 from .connections import RefusalLog
 from .forward import STREAMING_METHODS, Forwarder, as_error, bearer_token
 from .guard import JSONRPC_MEDIA_TYPES, Allowed, Guard, json_media_type, shown
-from .sse import MEDIA_TYPE, OpenStream, relay
+from .sse import MEDIA_TYPE, BrokerWatch, OpenStream, relay
 
 VERSION_HEADER = "A2A-Version"
 MAX_BODY_BYTES = 1 << 20
@@ -99,8 +99,10 @@ class BridgeApp:
                  refusals: Optional[RefusalLog] = None, broker_patience_s: Optional[float] = None):
         self.forwarder, self.cards, self.url, self.allowed = forwarder, cards, url, allowed
         self.max_requests, self.max_streams, self.max_body_bytes = max_requests, max_streams, max_body_bytes
-        # how long an open stream waits for a broker that went away (the retry profile's stream-idle timeout)
-        self.broker_patience_s = broker_patience_s or forwarder.requester.retry.stream_idle_timeout_s
+        # an open stream waits for a broker that went away as long as the profile lets a stream be silent
+        idle_s = forwarder.requester.retry.stream_idle_timeout_s
+        self.broker = BrokerWatch(self.broker_connected, broker_patience_s or idle_s, idle_s)
+        cards.on_card = self._agent_announced
         self.stats = BridgeStats()
         self.refusals = refusals or RefusalLog()
         self.open_streams: set[OpenStream] = set()
@@ -186,11 +188,18 @@ class BridgeApp:
         if closing:  # opened while the bridge stops: its first item, then the end
             opened.close()
         # the background task runs after the response, also when the client left mid-stream
-        return StreamingResponse(relay(opened, first, request_id, self.agent, self.broker_connected,
-                                       self.broker_patience_s,
-                                       self.forwarder.requester.retry.stream_idle_timeout_s),
+        return StreamingResponse(relay(opened, first, request_id, self.agent, self.broker),
                                  media_type=MEDIA_TYPE, headers={"Cache-Control": "no-store"},
                                  background=BackgroundTask(opened.close))
+
+    def _agent_announced(self) -> None:
+        """The agent published its card (network thread): after a broker restart it is back and
+        subscribed, so a stream that may have lost items asks for its task now (GetTask) instead of
+        after the stream-idle timeout (Profile: Requester Retry 8)."""
+        with self._lock:
+            streams = [o for o in self.open_streams if o.waiting is not None and o.waiting.may_have_lost]
+        for opened in streams:
+            opened.stream.recover_now(f"{self.agent} announced itself again")
 
     def _stream_closed(self, opened: OpenStream) -> None:
         with self._lock:

@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..mqtt.session import Session
 from ..protocol import cards, topics
@@ -51,12 +51,15 @@ class CardWatch:
 
     The broker sends the retained card right after the SUBACK, then every replacement: the bridge
     always serves the card the agent publishes now. An empty retained message unregisters (None).
+    ``on_card`` (if set) is called on the network thread after each card: an agent announces itself
+    again after a broker restart.
     """
 
     def __init__(self, session: Session, org: str, unit: str, agent: str):
         self.topic = topics.discovery_topic(org, unit, agent)
         self._card: Optional[dict[str, Any]] = None
         self._seen = threading.Event()
+        self.on_card: Optional[Callable[[], None]] = None
         session.subscribe(self.topic, handler=self._on_card)
 
     def _on_card(self, msg: MqttMessage) -> None:
@@ -73,6 +76,8 @@ class CardWatch:
             return
         self._card = card
         self._seen.set()
+        if self.on_card is not None:
+            self.on_card()
 
     def wait(self, timeout: float) -> Optional[dict[str, Any]]:
         """The card, after waiting up to ``timeout`` s for the first one."""

@@ -36,6 +36,8 @@ from .connections import LISTEN_BACKLOG, MAX_CONNECTIONS, REQUEST_TIMEOUT_S, Con
 from .forward import Forwarder
 from .guard import Allowed
 
+log = logging.getLogger(__name__)
+
 HOST = "127.0.0.1"
 STOP_GRACE_S = 2
 CARD_WAIT_S = 2.0
@@ -113,11 +115,28 @@ class Bridge:
             allowed = Allowed.on_port(self.port, self.allow_hosts, self.allow_origins)
             self.http = BridgeApp(Forwarder(self.requester, self.agent), cards, self.url, allowed,
                                   max_requests=self.max_requests, max_streams=self.max_streams)
+            self._tell_streams_of_the_link(self.http)
             self._serve(sock)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _tell_streams_of_the_link(self, http: BridgeApp) -> None:
+        """The session's words about its broker link (gone, reconnecting with the attempt number,
+        back) reach the open streams' comments; they and the requester's notes on stream recovery
+        are logged as warnings, so the operator sees them too."""
+        assert self.requester is not None
+        session, agent = self.requester.session, self.agent
+        logged = session.on_link  # the requester's: it hands the words to on_notice
+
+        def on_link(text: str) -> None:
+            http.broker.heard(text)
+            if logged is not None:
+                logged(text)
+
+        session.on_link = on_link
+        self.requester.on_notice = lambda text: log.warning("bridge to %s: %s", agent, text)
 
     def _serve(self, sock: socket.socket) -> None:
         assert self.http is not None

@@ -330,7 +330,8 @@ def test_refusals_are_logged_once_per_interval(caplog):
         asyncio.run(flood())
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ['refused a request from a web page ("https://evil0.example")',
-                     'refused a request from a web page: 9999 more in the last 0.2 s (last: "https://evil9999.example")']
+                     'refused a request from a web page: 9999 more in the last 0.2 s '
+                     '(last: "https://evil9999.example")']
 
 
 # -- a stream whose broker is killed -----------------------------------------------------------------------
@@ -359,9 +360,48 @@ def test_a_stream_says_its_broker_is_gone_and_ends_within_the_bridges_patience(p
         conn.close()
     gone = [(t, text) for t, text in lines if text.startswith(": broker gone")]
     assert gone and gone[0][0] - killed < 2.5, lines
-    assert "the bridge is reconnecting; this stream ends in" in gone[0][1]
+    assert "reconnecting" in gone[0][1] and "; this stream ends in" in gone[0][1]
+    assert any("(attempt 1)" in text for _, text in gone), gone  # the session's own words
     (t_end, event), (_, data) = lines[-2], lines[-1]
     assert event == "event: error" and t_end - killed < 3.0 + 2.5
     error = json.loads(data[5:])["error"]
     assert error["code"] == -32004 and "lost its MQTT broker" in error["message"]
     assert "SubscribeToTask" in error["message"] and bridge.stats.streams_open == 0
+
+
+def test_after_a_broker_restart_a_stream_recovers_when_the_agent_announces_itself(private_broker):
+    """kill -9, then the broker back on its port: the agents reconnect and publish their cards again,
+    and the stream asks for its task at once (GetTask) instead of after its 10 s of silence. Before:
+    the silence, then the recovery. The comments say what happened, the attempt number included."""
+    unit = f"brg-{secrets.token_hex(3)}"
+    retry = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=10.0, max_attempts=2, backoff_s=(0.1,))
+    with TicketDesk(org=ORG, unit=unit, broker=private_broker.url, pace=0.3), \
+            Bridge("ticket-desk", org=ORG, unit=unit, broker=private_broker.url, retry=retry) as bridge:
+        conn = http.client.HTTPConnection("127.0.0.1", bridge.port, timeout=30)
+        conn.request("POST", "/", body=json.dumps(rpc_body("SendStreamingMessage", send_params(
+            TICKET_TEXT + "\n" + REPRO_TEXT))), headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        lines: list[tuple[float, str]] = []
+        killed = back = 0.0
+        while True:
+            line = response.fp.readline().decode()
+            if not line or line == "0\r\n":
+                break
+            if line.startswith(("data:", ":", "event:")):
+                lines.append((time.monotonic(), line.strip()))
+            if not killed and line.startswith("data:"):
+                os.kill(private_broker._proc.pid, signal.SIGKILL)
+                killed = time.monotonic()
+            if killed and not back and line.startswith(": broker gone for 1 s"):
+                private_broker.restart()  # the same port; Mosquitto without persistence: no retained cards
+                back = time.monotonic()
+        conn.close()
+    texts = [text for _, text in lines]
+    assert any("reconnecting to mqtt://" in t and "(attempt 1)" in t for t in texts), texts
+    assert any(t.startswith(": broker back after") for t in texts), texts
+    recovered = [(t, text) for t, text in lines if t > back and text.startswith("data:") and '"task":{' in text]
+    assert back and recovered and recovered[0][0] - back < 5.0, "GetTask once the desk announced itself"
+    assert not any(t == "event: error" for t in texts), texts
+    last = json.loads(texts[-1][5:])["result"]
+    state = (last.get("task") or last.get("statusUpdate"))["status"]["state"]
+    assert state in ("TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"), last
