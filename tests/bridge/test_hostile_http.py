@@ -315,6 +315,20 @@ def test_a_full_bridge_makes_room_and_refuses_only_when_every_connection_is_busy
             t.join(10)
 
 
+def test_a_flood_of_invalid_requests_is_logged_once(bridge, caplog):
+    """Before: uvicorn's "Invalid HTTP request received." once per request (200 lines here)."""
+    with caplog.at_level(logging.WARNING):
+        for _ in range(200):
+            with socket.create_connection(("127.0.0.1", bridge.port), timeout=5) as s:
+                s.sendall(b"NOT HTTP\x00\r\n\r\n")
+                assert s.recv(1024).startswith(b"HTTP/1.1 400")
+        assert call(bridge.port, "GET", "/.well-known/agent-card.json")[0] == 200
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    # one line per 10 s for the whole process (an earlier test's refusals may take this interval's)
+    assert len(lines) <= 2 and all(line.startswith("refused a request that is not valid HTTP") for line in lines), \
+        lines[:5]
+
+
 def test_refusals_are_logged_once_per_interval(caplog):
     import asyncio
 
