@@ -276,9 +276,12 @@ def task_steps(df: Source) -> pd.Series:
 def _ticket_of(requests: pd.DataFrame) -> Optional[str]:
     """The ticket a task is about (``TCK-4821``), read from its first request's text; else its contextId."""
     for payload, ctx in zip(requests["payload_json"], requests["context_id"]):
-        message = ((payload or {}).get("params") or {}).get("message") or {} if isinstance(payload, dict) else {}
-        for part in message.get("parts") or []:
-            found = _TICKET.search(str(part.get("text") or ""))
+        params = payload.get("params") if isinstance(payload, dict) else None
+        message = params.get("message") if isinstance(params, dict) else None
+        parts = message.get("parts") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            text = part.get("text") if isinstance(part, dict) else None
+            found = _TICKET.search(text) if isinstance(text, str) else None
             if found:
                 return found.group(0)
         if ctx:
@@ -406,7 +409,8 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
     ax.set_yticks(range(len(tasks)))
     ax.set_yticklabels([labels.get(t, _short_id(t)) for t in tasks], fontsize=8)
     ax.set_ylim(len(tasks) - 0.45, -0.75)
-    ax.set_xlim((0.5, span * 1.08 + 1) if x == "step" else (-span * 0.02, span * 1.12))
+    lo = min(float(seg["start"].min()), 0.0)  # below 0 only in a file whose times are out of order
+    ax.set_xlim((0.5, span * 1.08 + 1) if x == "step" else (lo - (span - lo) * 0.02, span * 1.12))
     ax.set_xlabel("step: message number within the task (its first request is 1)" if x == "step"
                   else "seconds since first message", fontsize=8)
     if more > 0:

@@ -247,21 +247,40 @@ def _describe(kind: str, payload: Any, pairs: Any, binary: Optional[str], pfi: A
     binding = (props.get(P.RESPONDER_AGENT_ID), props.get(P.STATUS), props.get(P.STATUS_SOURCE)) if props \
         else _NO_BINDING
     if kind == "reply":
-        return task_ids_of(payload, props) + _reply_fields(payload, props, binary, pfi) + binding
+        return _ids(payload, props) + _reply_fields(payload, props, binary, pfi) + binding
     if kind in REQUEST_KINDS:
-        return task_ids_of(payload, props) + _request_fields(payload) + binding
+        return _ids(payload, props) + _request_fields(payload) + binding
     if kind == "discovery":
-        return task_ids_of(payload, props) + (_NOTHING if payload is None else _CARD) + binding
+        return _ids(payload, props) + (_NOTHING if payload is None else _CARD) + binding
     if kind == "event":
-        return task_ids_of(payload, props) + _NOTHING + binding
+        return _ids(payload, props) + _NOTHING + binding
     return _NO_IDS + _NOTHING + binding  # not a profile topic: only its user properties are read
+
+
+def _ids(payload: Any, props: dict) -> tuple:
+    """``ID_COLUMNS`` (``task_ids_of``): a peer's Task.id, contextId or messageId that is no string
+    (a number, a list) is no identifier: None, so every view can group and look up by them."""
+    tid, cid, mid = ids = task_ids_of(payload, props)
+    if (tid is None or type(tid) is str) and (cid is None or type(cid) is str) and (mid is None or type(mid) is str):
+        return ids
+    return tuple(v if type(v) is str else None for v in ids)
+
+
+def _text(value: Any) -> Optional[str]:
+    """A value the profile says is a string (method, state, artifactId, a2a_error), else None."""
+    return value if type(value) is str else None
+
+
+def _rid(value: Any) -> Any:
+    """A JSON-RPC id (a string or an integer), else None."""
+    return value if type(value) in (str, int) else None
 
 
 def _request_fields(payload: Any) -> tuple:
     """``PAYLOAD_COLUMNS`` of a request: its JSON-RPC method and id."""
     if type(payload) is not dict:
         return _NOTHING
-    return (payload.get("method"), payload.get("id"), None, None, None, None, None, None, None)
+    return (_text(payload.get("method")), _rid(payload.get("id")), None, None, None, None, None, None, None)
 
 
 def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) -> tuple:
@@ -277,7 +296,7 @@ def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) ->
     NamedTuple: this runs once per recorded message.
     """
     if type(payload) is dict:
-        rid = payload.get("id")
+        rid = _rid(payload.get("id"))
         result = payload.get("result")
         if type(result) is dict:
             return _result_fields(result, rid)
@@ -302,7 +321,7 @@ def _result_fields(result: dict, rid: Any) -> tuple:
     update = result.get("artifactUpdate")
     if type(update) is dict:
         artifact = update.get("artifact")
-        aid = artifact.get("artifactId") if type(artifact) is dict else None
+        aid = _text(artifact.get("artifactId")) if type(artifact) is dict else None
         return (None, rid, None, "artifact", aid, update.get("append") is True, update.get("lastChunk") is True,
                 None, None)
     task = result.get("task")
@@ -317,7 +336,7 @@ def _result_fields(result: dict, rid: Any) -> tuple:
 def _state_of(body: dict) -> Optional[str]:
     """``status.state`` of a Task or a status update."""
     status = body.get("status")
-    return status.get("state") if type(status) is dict else None
+    return _text(status.get("state")) if type(status) is dict else None
 
 
 def _error_fields(error: Any) -> tuple:
@@ -325,7 +344,8 @@ def _error_fields(error: Any) -> tuple:
     if type(error) is not dict:
         return (None, None)
     data = error.get("data")
-    return (error.get("code"), data.get("a2a_error") if type(data) is dict else None)
+    code = error.get("code")
+    return (code if type(code) is int else None, _text(data.get("a2a_error")) if type(data) is dict else None)
 
 
 # -- 4. replies joined to their requests ---------------------------------------------------------------

@@ -321,6 +321,12 @@ def _short(corr: Optional[str]) -> str:
     return s if len(s) <= 12 else s[:12] + "…"
 
 
+def _shown(value: Any, limit: int = 60) -> str:
+    """A recorded value in an explanation: its ``repr``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _params_message(payload: Any) -> Optional[dict]:
     """``params.message`` of a JSON-RPC request payload, if it has one."""
     params = payload.get("params") if type(payload) is dict else None
@@ -426,6 +432,8 @@ def task_id_uuid4(m: Message, ctx: Context) -> Iterator[str]:
         yield (f"{m.method} without Message.taskId: over MQTT the requester creates Task.id "
                "(a UUIDv4) before the first publish so retries cannot duplicate the task; "
                "responders must reject this request")
+    elif type(tid) is not str:
+        yield f"Message.taskId must be a string (a UUIDv4), got {_shown(tid)}"
     elif tid not in ctx.task_starts and not is_uuid4(tid):
         yield (f"the first {m.method} of task {tid!r} does not carry a UUIDv4 Task.id; "
                "generate it with uuid.uuid4() (IdSource.task_id())")

@@ -379,3 +379,39 @@ def test_story_charts_with_a_hostile_peer_on_the_broker(private_broker, tmp_path
                     if cbook.is_math_text(t.get_text())]
     finally:
         player.close()
+
+
+def test_payloads_of_the_wrong_shape_in_every_view(tmp_path):
+    """Peers whose JSON-RPC holds a list for a Task.id, a method, a state, a number for a Task, a
+    text error code, parts that are no list, and a hand-edited time out of order: lint, every chart
+    and the player take the recording (before: TypeError 'unhashable type' in lint and the state
+    chart, AttributeError in the chart's row labels, an Agg error for a time out of order)."""
+    from a2a_nb.notebook.player import TrafficPlayer
+    from a2a_nb.traffic.charts import mermaid_sequence, save_charts
+    from a2a_nb.traffic.records import read_records, write_records
+
+    recs = read_records(ROOT / "data" / "recordings" / "handover.jsonl")
+    requests = [r for r in recs if "/request/" in r["topic"]]
+    replies = [r for r in recs if "/reply/" in r["topic"] and isinstance(r["payload_json"], dict)]
+    requests[0]["payload_json"]["params"]["message"]["taskId"] = ["not", "an", "id"]
+    requests[0]["payload_json"]["params"]["message"]["parts"] = True
+    requests[-1]["payload_json"]["method"] = ["SendMessage"]
+    requests[-1]["payload_json"]["params"] = ["a list"]
+    replies[0]["payload_json"]["result"] = {"task": 5}
+    replies[1]["payload_json"]["result"] = {"statusUpdate": {"taskId": {"id": 1}, "status": {"state": ["working"]}}}
+    replies[2]["payload_json"] = {"jsonrpc": "2.0", "id": [1], "error": {"code": "oops", "data": [1]}}
+    recs[0]["t"] = recs[-1]["t"] + 1e9  # a hand-edited time: every other message 30 years before the first
+    path = tmp_path / "odd.jsonl"
+    write_records(recs, path)
+
+    out = run_cli(["lint", str(path)])
+    assert out.returncode in (0, 1) and not out.stderr, out.stderr[-800:]
+    written = [p.name for p, _ in save_charts(path, tmp_path / "charts")]
+    assert "states-time.png" in written and "latency.png" in written
+    assert mermaid_sequence(path).startswith("sequenceDiagram")
+    player = TrafficPlayer(path)
+    try:
+        for i in range(len(player)):
+            player.index = i
+    finally:
+        player.close()
