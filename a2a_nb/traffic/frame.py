@@ -247,23 +247,20 @@ def _describe(kind: str, payload: Any, pairs: Any, binary: Optional[str], pfi: A
     binding = (props.get(P.RESPONDER_AGENT_ID), props.get(P.STATUS), props.get(P.STATUS_SOURCE)) if props \
         else _NO_BINDING
     if kind == "reply":
-        return _ids(payload, props) + _reply_fields(payload, props, binary, pfi) + binding
-    if kind in REQUEST_KINDS:
-        return _ids(payload, props) + _request_fields(payload) + binding
-    if kind == "discovery":
-        return _ids(payload, props) + (_NOTHING if payload is None else _CARD) + binding
-    if kind == "event":
-        return _ids(payload, props) + _NOTHING + binding
-    return _NO_IDS + _NOTHING + binding  # not a profile topic: only its user properties are read
-
-
-def _ids(payload: Any, props: dict) -> tuple:
-    """``ID_COLUMNS`` (``task_ids_of``): a peer's Task.id, contextId or messageId that is no string
-    (a number, a list) is no identifier: None, so every view can group and look up by them."""
+        fields = _reply_fields(payload, props, binary, pfi)
+    elif kind in REQUEST_KINDS:
+        fields = _request_fields(payload)
+    elif kind == "discovery":
+        fields = _NOTHING if payload is None else _CARD
+    elif kind == "event":
+        fields = _NOTHING
+    else:
+        return _NO_IDS + _NOTHING + binding  # not a profile topic: only its user properties are read
     tid, cid, mid = ids = task_ids_of(payload, props)
-    if (tid is None or type(tid) is str) and (cid is None or type(cid) is str) and (mid is None or type(mid) is str):
-        return ids
-    return tuple(v if type(v) is str else None for v in ids)
+    if not ((tid is None or type(tid) is str) and (cid is None or type(cid) is str)
+            and (mid is None or type(mid) is str)):  # a peer's Task.id that is a number or a list: no identifier
+        ids = tuple(v if type(v) is str else None for v in ids)
+    return ids + fields + binding
 
 
 def _text(value: Any) -> Optional[str]:
@@ -271,16 +268,22 @@ def _text(value: Any) -> Optional[str]:
     return value if type(value) is str else None
 
 
+_RID_TYPES = (str, int)
+"""What a JSON-RPC id is (a string or an integer; null is None)."""
+
+
 def _rid(value: Any) -> Any:
     """A JSON-RPC id (a string or an integer), else None."""
-    return value if type(value) in (str, int) else None
+    return value if type(value) in _RID_TYPES else None
 
 
 def _request_fields(payload: Any) -> tuple:
     """``PAYLOAD_COLUMNS`` of a request: its JSON-RPC method and id."""
     if type(payload) is not dict:
         return _NOTHING
-    return (_text(payload.get("method")), _rid(payload.get("id")), None, None, None, None, None, None, None)
+    method, rid = payload.get("method"), payload.get("id")
+    return (method if type(method) is str else None, rid if type(rid) in _RID_TYPES else None,
+            None, None, None, None, None, None, None)
 
 
 def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) -> tuple:
