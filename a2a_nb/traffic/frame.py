@@ -259,7 +259,8 @@ def _describe(kind: str, payload: Any, pairs: Any, binary: Optional[str], pfi: A
     tid, cid, mid = ids = task_ids_of(payload, props)
     if not ((tid is None or type(tid) is str) and (cid is None or type(cid) is str)
             and (mid is None or type(mid) is str)):  # a peer's Task.id that is a number or a list: no identifier
-        ids = tuple(v if type(v) is str else None for v in ids)
+        ids = (tid if type(tid) is str else None, cid if type(cid) is str else None,
+               mid if type(mid) is str else None)
     return ids + fields + binding
 
 
