@@ -10,6 +10,7 @@ from ..agents.reprs import json_block
 from ..mqtt.wire import publish_fields
 from ..protocol.ids import readable_correlation
 from ..protocol.properties import redact
+from ..protocol.safe_text import safe_text
 
 # -- discovery (presence badges and the card table of the discovery browser) -----------------------
 PRESENCE_COLOURS = {"online": "#43a047", "offline": "#9e9e9e"}
@@ -20,9 +21,9 @@ CELL_CHARS = 60
 
 
 def cell_text(text: Any, limit: int = CELL_CHARS) -> str:
-    """A peer's text for a cell: cut to ``limit`` characters, escaped."""
-    s = str(text)
-    return html.escape(s if len(s) <= limit else s[:limit - 1] + "…")
+    """A peer's text for a cell: invisible characters (a right-to-left override, ESC) shown escaped,
+    cut to ``limit`` characters (``safe_text``), then HTML-escaped."""
+    return html.escape(safe_text(text, limit))
 
 
 def presence_badge(status: Any, source: Any = None) -> str:

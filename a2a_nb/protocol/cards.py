@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from . import topics
 from .bounded_json import MAX_DEPTH, loads_bounded
+from .safe_text import quoted, safe_text
 
 MQTT_BINDING = "https://github.com/emqx/mqtt-for-ai/tree/main/a2a-over-mqtt/specification/0.1"
 """``protocolBinding`` URI of the A2A over MQTT profile v0.1 (where the profile is published)."""
@@ -231,14 +232,10 @@ def parse_card(payload: Union[bytes, str]) -> Any:
 
 # --- checking -----------------------------------------------------------------------------------
 
-SHOWN_CHARS = 60
-"""A value from the card is quoted in a problem with at most this many characters."""
-
-
 def _shown(value: Any, quote: bool = True) -> str:
-    """A card's value in a problem: its ``repr`` (or the text itself), cut to ``SHOWN_CHARS``."""
-    text = repr(value)[:SHOWN_CHARS + 1] if quote else str(value)[:SHOWN_CHARS + 1]
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+    """A card's value in a problem: its ``repr`` (or the text itself), escaped and cut to 60
+    characters (``safe_text``)."""
+    return quoted(value) if quote else safe_text(value, 60)
 
 
 def _check_str(problems: list[str], obj: Mapping[str, Any], key: str, where: str) -> None:

@@ -34,6 +34,7 @@ from ..protocol import properties as P
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4, readable_correlation
 from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
+from ..protocol.safe_text import quoted, safe_text
 from ..protocol.streams import STREAM_SEQ, item_key, reply_ends_stream
 from ..protocol.topics import parse_topic
 from .frame import KINDS, REQUEST_KINDS, Source, load_traffic
@@ -321,12 +322,6 @@ def _short(corr: Optional[str]) -> str:
     return s if len(s) <= 12 else s[:12] + "…"
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    """A recorded value in an explanation: its ``repr``, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def _params_message(payload: Any) -> Optional[dict]:
     """``params.message`` of a JSON-RPC request payload, if it has one."""
     params = payload.get("params") if type(payload) is dict else None
@@ -433,7 +428,7 @@ def task_id_uuid4(m: Message, ctx: Context) -> Iterator[str]:
                "(a UUIDv4) before the first publish so retries cannot duplicate the task; "
                "responders must reject this request")
     elif type(tid) is not str:
-        yield f"Message.taskId must be a string (a UUIDv4), got {_shown(tid)}"
+        yield f"Message.taskId must be a string (a UUIDv4), got {quoted(tid)}"
     elif tid not in ctx.task_starts and not is_uuid4(tid):
         yield (f"the first {m.method} of task {tid!r} does not carry a UUIDv4 Task.id; "
                "generate it with uuid.uuid4() (IdSource.task_id())")
@@ -770,18 +765,14 @@ SHOWN_CHARS = 1500
 """An explanation is printed with at most this many characters; a word in it (a value it quotes
 from the recording) with at most ``WORD_CHARS``."""
 WORD_CHARS = 80
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LONG_WORD = re.compile(r"\S{%d,}" % (WORD_CHARS + 1))
 
 
 def _printable(text: str) -> str:
     """An explanation for a terminal: each word cut to ``WORD_CHARS`` (the advice around a quoted
-    100 kB value stays readable), the whole to ``SHOWN_CHARS``, control characters shown escaped
-    (never sent raw: ESC, BEL)."""
-    text = _LONG_WORD.sub(lambda m: m.group()[:WORD_CHARS - 1] + "…", text)
-    if len(text) > SHOWN_CHARS:
-        text = text[:SHOWN_CHARS - 1] + "…"
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    100 kB value stays readable), the whole to ``SHOWN_CHARS``, invisible characters shown escaped
+    (``safe_text``: an ESC or a BEL never reaches the terminal raw)."""
+    return safe_text(_LONG_WORD.sub(lambda m: m.group()[:WORD_CHARS - 1] + "…", text), SHOWN_CHARS)
 
 
 def format_findings(findings: pd.DataFrame, width: int = 100) -> str:

@@ -48,6 +48,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Union
 from ..protocol.bounded_json import MAX_DEPTH, loads_bounded
 from ..protocol.packet import MqttMessage
 from ..protocol.properties import redact
+from ..protocol.safe_text import quoted
 
 FORMAT_VERSION = 1
 FIELDS = ("v", "t", "topic", "qos", "retain", "response_topic", "correlation", "user_properties",
@@ -124,7 +125,7 @@ def from_record(rec: dict[str, Any]) -> MqttMessage:
     try:
         correlation = bytes.fromhex(corr) if corr is not None else None
     except (TypeError, ValueError):
-        raise ValueError(f"correlation {_shown(corr)} is not hex text (FORMAT.md: Correlation Data as "
+        raise ValueError(f"correlation {quoted(corr)} is not hex text (FORMAT.md: Correlation Data as "
                          "lowercase hex)") from None
     return MqttMessage(
         topic=rec["topic"],
@@ -200,11 +201,6 @@ _FIELD_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 """Each field a record may hold, what its value must be (FORMAT.md), and how to say so."""
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def record_problem(rec: Any) -> Optional[str]:
     """What makes ``rec`` no v1 record (one line: ``qos must be 0, 1 or 2, got 'one'``), or None.
 
@@ -215,13 +211,13 @@ def record_problem(rec: Any) -> Optional[str]:
         return f"expected a recording record with \"v\": {FORMAT_VERSION} (see a2a_nb/traffic/FORMAT.md), " \
                f"got a JSON {type(rec).__name__}"
     if not (_is_int(rec.get("v")) and rec["v"] == FORMAT_VERSION):
-        got = f"\"v\": {_shown(rec['v'])}" if "v" in rec else "an object without \"v\""
+        got = f"\"v\": {quoted(rec['v'])}" if "v" in rec else "an object without \"v\""
         return f"expected a recording record with \"v\": {FORMAT_VERSION} (see a2a_nb/traffic/FORMAT.md), got {got}"
     if "topic" not in rec:
         return "a record needs its \"topic\" (see a2a_nb/traffic/FORMAT.md)"
     for key, ok, what in _FIELD_RULES:
         if key in rec and not ok(rec[key]):
-            return f"{key} must be {what}, got {_shown(rec[key])}"
+            return f"{key} must be {what}, got {quoted(rec[key])}"
     return None
 
 
