@@ -37,6 +37,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image as PILImage
 
 from ..agents.reprs import badge, json_block
+from ..protocol.safe_text import safe_text
 from ..protocol.states import is_state
 from ..traffic.charts import SMALL, message_label, sequence_chart
 from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
@@ -71,9 +72,8 @@ def _cut(text: Any, limit: int = LABEL_CHARS) -> str:
 
 
 def _plain(text: Any, limit: int = LABEL_CHARS) -> str:
-    """A peer's text for a line of text: cut to ``limit`` characters."""
-    s = str(text)
-    return s if len(s) <= limit else s[:limit - 1] + "…"
+    """A peer's text for a line of text: invisible characters escaped, cut to ``limit`` characters."""
+    return safe_text(text, limit)
 
 
 def _state_badge(state: Any) -> str:
