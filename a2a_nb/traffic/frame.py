@@ -34,7 +34,7 @@ from ..protocol import properties as P
 from ..protocol.messages import is_task, task_ids_of
 from ..protocol.states import can_transition, is_state, short_name
 from ..protocol.topics import is_a2a_topic, parse_topic
-from .records import complete_record, read_records
+from .records import FORMAT_VERSION, complete_record, read_records, record_problem
 
 COLUMNS = (
     "i", "t", "dt", "topic", "kind", "org", "unit", "agent", "pool", "reply_suffix", "qos", "retain",
@@ -80,12 +80,27 @@ def load_traffic(source: Source) -> pd.DataFrame:
     """
     if isinstance(source, pd.DataFrame):
         return source
-    df = recorded_frame(_records_of(source))
-    df = pd.concat([df, topic_frame(df["topic"])], axis=1)
-    df = pd.concat([df, message_frame(df)], axis=1)
+    records = _records_of(source)
+    try:
+        df = recorded_frame(records)
+        df = pd.concat([df, topic_frame(df["topic"])], axis=1)
+        df = pd.concat([df, message_frame(df)], axis=1)
+    except (TypeError, ValueError, AttributeError) as exc:  # records handed in by hand: say which one
+        raise _first_bad_record(records, exc) from None
     df = pair_replies(df)[list(COLUMNS)]
     df.attrs["source"] = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     return df
+
+
+def _first_bad_record(records: list, exc: Exception) -> Exception:
+    """``ValueError`` naming the first record that is no v1 record (``records.record_problem``: a
+    field of the wrong type), else ``exc`` as it was. A file is checked line by line as it is read
+    (``read_records``); a list of records only when it cannot be read."""
+    for k, rec in enumerate(records):
+        problem = record_problem({"v": FORMAT_VERSION, **rec} if isinstance(rec, dict) else rec)  # "v" may be left out
+        if problem is not None:
+            return ValueError(f"record {k}: {problem}")
+    return exc
 
 
 def _records_of(source: Any) -> list[dict]:

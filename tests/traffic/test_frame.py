@@ -103,8 +103,12 @@ def test_reply_recorded_before_its_request_and_unknown_topics():
 def test_records_without_optional_keys_and_bad_records():
     df = load_traffic([{"topic": "$a2a/v1/event/acme/support/x", "t": 5.0}])
     assert df["qos"][0] == 0 and df["payload_json"][0] is None and df["from_agent"][0] == "x"
-    with pytest.raises(ValueError, match="record 1 is not a recording record"):
+    with pytest.raises(ValueError, match='record 1: a record needs its "topic"'):
         load_traffic([{"topic": "a", "t": 1.0}, {"no": "topic"}])
+    with pytest.raises(ValueError, match="record 1: t must be a number"):  # before: pandas' cast error, no record
+        load_traffic([{"topic": "a", "t": 1.0}, {"topic": "b", "t": "noon"}])
+    with pytest.raises(ValueError, match="record 0: user_properties must be a list of"):  # before: TypeError
+        load_traffic([{"topic": "a", "user_properties": 5}])
     assert load_traffic([]).empty and tuple(load_traffic([]).columns) == COLUMNS
 
 
