@@ -10,7 +10,6 @@ entry comes first.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -67,9 +66,9 @@ class CardWatch:
             self._card = None
             return
         try:
-            card = json.loads(msg.payload)
+            card = cards.parse_card(msg.payload)  # a peer's bytes: within 64 KiB and 64 levels
         except ValueError as exc:
-            log.warning("ignored a card on %s that is not JSON (%s)", self.topic, exc)
+            log.warning("ignored a card on %s: %s", self.topic, exc)
             return
         if not isinstance(card, dict):
             log.warning("ignored a card on %s that is not a JSON object", self.topic)

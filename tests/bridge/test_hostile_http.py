@@ -419,3 +419,26 @@ def test_after_a_broker_restart_a_stream_recovers_when_the_agent_announces_itsel
     last = json.loads(texts[-1][5:])["result"]
     state = (last.get("task") or last.get("statusUpdate"))["status"]["state"]
     assert state in ("TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"), last
+
+
+def test_a_card_nested_too_deep_is_ignored_not_a_crash(broker_url, unit, caplog):
+    """The bridge reads the agent's card as a peer's bytes (``cards.parse_card``: 64 KiB, 64
+    levels): a card nested 100,000 deep is logged and ignored (before: RecursionError on the
+    network thread), and the good card published after it is served."""
+    from a2a_nb.bridge.card import CardWatch
+    from a2a_nb.story.cast import desk_card
+
+    session = Session(ORG, unit, f"bridge-card-{secrets.token_hex(3)}", broker=broker_url)
+    evil = Session(ORG, unit, f"evil-{secrets.token_hex(3)}", broker=broker_url)
+    try:
+        watch = CardWatch(session, ORG, unit, "ghost")
+        topic = topics.discovery_topic(ORG, unit, "ghost")
+        with caplog.at_level("WARNING", logger="a2a_nb.bridge.card"):
+            evil.publish(MqttMessage(topic, b"[" * 100_000 + b"]" * 100_000, qos=1, retain=True))
+            assert watch.wait(1.0) is None
+        assert any("card is not usable JSON" in r.getMessage() for r in caplog.records)
+        evil.publish(MqttMessage(topic, json.dumps(desk_card(ORG, unit)).encode(), qos=1, retain=True))
+        assert watch.wait(5.0)["name"] == "Ticket desk"
+    finally:
+        evil.close()
+        session.close()
