@@ -236,7 +236,7 @@ class Discovery:
 
     def table(self) -> list[dict]:
         """One row per agent (for a DataFrame or a printout). A card that is not valid shows what
-        of it is readable and says what is wrong in ``card`` (``""`` for a valid card)."""
+        of it is readable and says what is wrong in ``why not valid`` (``""`` for a valid card)."""
         with self._cond:
             entries = sorted(self.entries.values(), key=lambda e: e.agent)
         rows = []
@@ -247,7 +247,7 @@ class Discovery:
                          "source": e.status_source, "skills": ", ".join(skill_ids(e.card)),
                          "tags": ", ".join(sorted(skill_tags(e.card))),
                          "streaming": isinstance(caps, dict) and caps.get("streaming") is True,
-                         "card problems": len(e.problems), "card": e.verdict})
+                         "card problems": len(e.problems), "why not valid": e.verdict})
         return rows
 
     def close(self) -> None:

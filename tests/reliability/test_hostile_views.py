@@ -135,8 +135,8 @@ def test_hostile_cards_never_break_discovery_or_its_views(broker_url, unit):
         for agent, verdict in EXPECTED_VERDICT.items():
             assert disco.get(agent).verdict.startswith(verdict), (agent, disco.get(agent).verdict)
         rows = {r["agent"]: r for r in disco.table()}
-        assert rows["echo"]["card"] == "" and rows["echo"]["card problems"] == 0 and rows["echo"]["name"] == good["name"]
-        assert rows["skills-string"]["card"] == "card not valid: skills must be a non-empty list"
+        assert rows["echo"]["why not valid"] == "" and rows["echo"]["card problems"] == 0 and rows["echo"]["name"] == good["name"]
+        assert rows["skills-string"]["why not valid"] == "card not valid: skills must be a non-empty list"
         assert rows["tags-numbers"]["tags"] == "echo"  # what is readable of an invalid card
         assert rows["name-dict"]["name"] is None and rows["caps-list"]["streaming"] is False
 
