@@ -9,9 +9,14 @@ not a certificate is named with where it came from (before: ``[Errno 2] No such 
 from __future__ import annotations
 
 import os
+import select
+import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -58,15 +63,45 @@ def test_a_task_store_that_cannot_be_opened_is_named(tmp_path, env, broker_url):
         assert_one_error(out, 2, f"error: cannot open task store {path}: {why}")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
-def test_a_read_only_task_store_is_named(tmp_path):
+def test_a_read_only_task_store_is_named():
+    """A task store file the user may not write is named with why. Root may write any file, so as
+    root the store is opened by a forked child that runs as ``nobody`` (nothing is skipped)."""
     from a2a_nb.agents.store import TaskStoreError
 
-    path = tmp_path / "tasks.db"
-    SqliteTaskStore(path).close()
-    path.chmod(0o444)
-    with pytest.raises(TaskStoreError, match=f"cannot open task store {path}: the file is read-only"):
-        SqliteTaskStore(path)
+    folder = Path(tempfile.mkdtemp(prefix="a2a-ro-store-"))
+    try:
+        folder.chmod(0o755)  # nobody may look in, not write
+        path = folder / "tasks.db"
+        SqliteTaskStore(path).close()
+        path.chmod(0o444)
+        expected = f"cannot open task store {path}: the file is read-only"
+        if os.geteuid() != 0:
+            with pytest.raises(TaskStoreError, match=expected):
+                SqliteTaskStore(path)
+            return
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: drop to nobody, try, report, leave without pytest's clean-up
+            os.close(read)
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                SqliteTaskStore(path).close()
+                said = "opened"
+            except BaseException as exc:  # noqa: BLE001 - the child reports whatever happened
+                said = f"{type(exc).__name__}: {exc}"
+            os.write(write, said.encode())
+            os._exit(0)
+        os.close(write)
+        ready, _, _ = select.select([read], [], [], 10.0)  # a child stuck on a lock some thread held is killed
+        if not ready:
+            os.kill(child, signal.SIGKILL)
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read().decode() if ready else "no answer within 10 s"
+        os.waitpid(child, 0)
+        assert said.startswith(f"TaskStoreError: {expected}"), said
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_ca_file_that_cannot_be_used_is_named_with_where_it_came_from(tmp_path, env):
