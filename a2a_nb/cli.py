@@ -16,7 +16,8 @@ import threading
 from typing import Optional
 
 from .commands import agents, bench, bridge, broker, probe, traffic
-from .commands.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError
+from .commands.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError, broker_lost,
+                              command_broker_url)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,27 +63,6 @@ def check_broker_url(args: argparse.Namespace) -> None:
         raise UsageError(f"{where}: {exc}") from None
 
 
-def _broker_url(args: argparse.Namespace) -> Optional[str]:
-    from .mqtt.broker import ENV_URL
-
-    return getattr(args, "broker", None) or os.environ.get(ENV_URL) or None
-
-
-def broker_lost(args: argparse.Namespace) -> Optional[str]:
-    """The printable URL of the command's broker when it no longer accepts connections, else None.
-
-    Asked after a timeout or a session error: to a requester a silent agent and a dead broker look
-    the same, a first-reply timeout (Profile: Requester Retry and Timeout Profile); one TCP connect
-    tells them apart."""
-    url = _broker_url(args)
-    if url is None:  # the embedded broker of this process: it lives as long as we do
-        return None
-    from .mqtt.broker import BrokerEndpoint, port_accepts
-
-    endpoint = BrokerEndpoint.from_url(url)
-    return None if port_accepts(endpoint.host, endpoint.port, timeout=0.5) else endpoint.url
-
-
 _BROKER_HINT = "start one with `python -m a2a_nb broker` and point A2A_BROKER_URL (or --broker) at the URL it prints"
 
 
@@ -110,7 +90,7 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
     if isinstance(exc, BrokerError):
         return EXIT_FAILED, str(exc), ""
     if isinstance(exc, (ConnectionError, TimeoutError)):
-        url = _broker_url(args)
+        url = command_broker_url(args)
         where = BrokerEndpoint.from_url(url).url if url else "the broker"  # never print a password
         return EXIT_FAILED, f"cannot reach the MQTT broker at {where}: {exc}", _BROKER_HINT
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError,
@@ -135,7 +115,7 @@ def announce_slow_connect(args: argparse.Namespace) -> threading.Event:
     silence before the error (``Session.connect``'s timeout). A broker that answers at once never
     shows the line. Set the returned event to end the watch."""
     done = threading.Event()
-    url = _broker_url(args) if hasattr(args, "broker") else None
+    url = command_broker_url(args) if hasattr(args, "broker") else None
     if url is None:  # no broker, or the embedded one of this process
         return done
     from .mqtt.broker import BrokerEndpoint

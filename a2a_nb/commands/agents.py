@@ -10,8 +10,9 @@ import threading
 import time
 from typing import Optional
 
-from .common import (SERVABLE_AGENTS, CliError, UsageError, add_scope, check_recording_target, no_card_hint,
-                     non_negative_seconds, one_of, positive_int, positive_seconds, scope_options, wait_for_signal)
+from .common import (SERVABLE_AGENTS, CliError, UsageError, add_scope, broker_lost, check_recording_target,
+                     no_card_hint, non_negative_seconds, one_of, positive_int, positive_seconds, scope_options,
+                     wait_for_signal)
 
 HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
 """Same as ``story.cast.HANDOVER_PLANS`` (spelled out so the parser does not import the cast; a test checks)."""
@@ -404,8 +405,6 @@ def cmd_story(args: argparse.Namespace) -> int:
                 raise CliError(str(exc), hint=f"serve them first: {name} needs {served_as(name)}; or drop "
                                "--served") from None
             except RequestTimeout as exc:  # nobody answered: with --served, the agents it needs are not there
-                from ..cli import broker_lost
-
                 if not args.served or broker_lost(args) is not None:
                     raise
                 raise CliError(f"timeout: {exc}", hint=f"{name} needs {served_as(name)}; or drop --served") from None

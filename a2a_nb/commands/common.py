@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import threading
@@ -176,3 +177,25 @@ def add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--org", default=DEFAULT_ORG, help=f"org_id of the topics (default {DEFAULT_ORG})")
     p.add_argument("--unit", default=DEFAULT_UNIT, help=f"unit_id of the topics (default {DEFAULT_UNIT})")
     p.add_argument("--broker", default=None, help="broker URL (default: A2A_BROKER_URL, else an embedded Mosquitto)")
+
+
+def command_broker_url(args: argparse.Namespace) -> Optional[str]:
+    """The broker URL a command uses: ``--broker``, else ``A2A_BROKER_URL``, else None (its own)."""
+    from ..mqtt.broker import ENV_URL
+
+    return getattr(args, "broker", None) or os.environ.get(ENV_URL) or None
+
+
+def broker_lost(args: argparse.Namespace) -> Optional[str]:
+    """The printable URL of the command's broker when it no longer accepts connections, else None.
+
+    Asked after a timeout or a session error: to a requester a silent agent and a dead broker look
+    the same, a first-reply timeout (Profile: Requester Retry and Timeout Profile); one TCP connect
+    tells them apart."""
+    url = command_broker_url(args)
+    if url is None:  # the embedded broker of this process: it lives as long as we do
+        return None
+    from ..mqtt.broker import BrokerEndpoint, port_accepts
+
+    endpoint = BrokerEndpoint.from_url(url)
+    return None if port_accepts(endpoint.host, endpoint.port, timeout=0.5) else endpoint.url
