@@ -325,6 +325,16 @@ class EmbeddedBroker:
         for path in paths:
             shutil.rmtree(path, ignore_errors=True)
 
+    def crash(self) -> None:
+        """Kill the broker without a word (SIGKILL), as a crash or a pulled plug does: clients lose
+        their connections with no DISCONNECT, wills are not sent by a clean shutdown either. For fault
+        tests; ``restart()`` (or ``start()``) brings it back on the same port."""
+        with self._lock:
+            proc = self._proc
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+
     def restart(self, pause: float = 0.0) -> None:
         """Stop, stay down ``pause`` seconds, start again on the same port (fault tests: clients
         must reconnect)."""

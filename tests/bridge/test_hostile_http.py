@@ -369,7 +369,7 @@ def test_a_stream_says_its_broker_is_gone_and_ends_within_the_bridges_patience(p
             if line.startswith(("data:", ":", "event:")):
                 lines.append((time.monotonic(), line.strip()))
             if not killed and line.startswith("data:"):
-                os.kill(private_broker._proc.pid, signal.SIGKILL)  # the broker dies without a word
+                private_broker.crash()  # the broker dies without a word (SIGKILL)
                 killed = time.monotonic()
         conn.close()
     gone = [(t, text) for t, text in lines if text.startswith(": broker gone")]
@@ -404,7 +404,7 @@ def test_after_a_broker_restart_a_stream_recovers_when_the_agent_announces_itsel
             if line.startswith(("data:", ":", "event:")):
                 lines.append((time.monotonic(), line.strip()))
             if not killed and line.startswith("data:"):
-                os.kill(private_broker._proc.pid, signal.SIGKILL)
+                private_broker.crash()
                 killed = time.monotonic()
             if killed and not back and line.startswith(": broker gone for 1 s"):
                 private_broker.restart()  # the same port; Mosquitto without persistence: no retained cards
