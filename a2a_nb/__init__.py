@@ -1,10 +1,63 @@
 """a2a_nb: learn the A2A protocol over MQTT v5 in Jupyter notebooks.
 
-The protocol rules live in :mod:`a2a_nb.protocol` (pure functions), the MQTT edge in
-:mod:`a2a_nb.mqtt`, the agents in :mod:`a2a_nb.agents`, recordings and charts in
-:mod:`a2a_nb.traffic`.
+The front door: what a lesson or a first script needs, importable from ``a2a_nb`` itself::
+
+    from a2a_nb import Requester, Responder, TicketDesk, Recorder, load_traffic, stop_all
+
+=================  =============================================================================
+``Responder``      an agent: publishes its card, answers requests (``ResponderOptions`` tunes it)
+``Requester``      sends messages and streams, tracks tasks, follows handovers
+``TicketDesk``     the story's ticket desk with its analysts (a ready-made ``Responder``)
+``Discovery``      watches the retained Agent Cards of a unit
+``Recorder``       records broker traffic as JSON lines; ``load_traffic`` loads it into pandas
+``RequestTap``     shows the requests on a unit's request topics, as a lesson's spy
+``Session``        one MQTT v5 client (the I/O edge); ``SessionError`` when it cannot connect
+``RetryProfile``   the requester's timeouts and retries
+``A2AError``       an A2A JSON-RPC error (its ``code`` and ``message``)
+``RequestTimeout`` a request no agent answered within the retry profile
+``run_probe``      checks an agent against the profile (Core and Standard conformance)
+``Bridge``         the HTTP+JSON binding in front of an MQTT agent (needs the ``bridge`` extra)
+``stop_all``       stops every agent, requester and session this kernel started
+=================  =============================================================================
+
+Each name loads its module on first use, so ``import a2a_nb`` imports neither pandas nor
+matplotlib. The layers behind the door: protocol rules as pure functions in
+:mod:`a2a_nb.protocol`, the MQTT edge in :mod:`a2a_nb.mqtt`, the roles in :mod:`a2a_nb.agents`,
+the story's cast in :mod:`a2a_nb.story`, recordings and charts in :mod:`a2a_nb.traffic`.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .lazy_names import lazy_names
 from .mqtt.session import stop_all
 
 __version__ = "0.1.0"
-__all__ = ["stop_all", "__version__"]
+
+_EXPORTS = {
+    "Responder": ".agents.responder", "ResponderOptions": ".agents.responder",
+    "Requester": ".agents.requester", "RequestTimeout": ".agents.requester",
+    "TicketDesk": ".story.cast", "Discovery": ".agents.discovery",
+    "Recorder": ".traffic.recorder", "load_traffic": ".traffic.frame",
+    "RequestTap": ".notebook.tap",
+    "Session": ".mqtt.session", "SessionError": ".mqtt.session",
+    "RetryProfile": ".protocol.retry", "A2AError": ".protocol.errors",
+    "run_probe": ".probe.runner", "Bridge": ".bridge.server",
+}
+__all__ = sorted([*_EXPORTS, "stop_all", "__version__"])
+
+if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on first use
+    from .agents.discovery import Discovery
+    from .agents.requester import Requester, RequestTimeout
+    from .agents.responder import Responder, ResponderOptions
+    from .bridge.server import Bridge
+    from .mqtt.session import Session, SessionError
+    from .notebook.tap import RequestTap
+    from .probe.runner import run_probe
+    from .protocol.errors import A2AError
+    from .protocol.retry import RetryProfile
+    from .story.cast import TicketDesk
+    from .traffic.frame import load_traffic
+    from .traffic.recorder import Recorder
+
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -310,6 +310,16 @@ class TicketDesk:
                 self.instances.append(inst)
         return slot.analyst
 
+    def wait_gone(self, analyst: Responder, timeout: float = 3.0) -> bool:
+        """Wait until ``analyst`` has closed its session and the desk's runtime, which lists its live
+        agents, has dropped it (a few milliseconds after it dies); ``True`` when it is gone."""
+        deadline = time.monotonic() + timeout
+        while analyst.agent in self.runtime.agents or analyst.alive:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     @property
     def analysts_connected(self) -> int:
         return sum(1 for s in self.slots if s.analyst is not None and s.analyst.alive)
