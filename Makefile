@@ -38,8 +38,9 @@ test-fast: setup
 story: setup
 	$(PY) -m a2a_nb story --scenario full --charts out/
 
+## the kit against raw paho-mqtt on the same broker (benchmarks/, next to the package, not in it)
 bench: setup
-	$(PY) -m a2a_nb bench
+	$(PY) -m benchmarks
 
 ## the recordings in data/ that notebook 07 and the player replay
 recordings: setup

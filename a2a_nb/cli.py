@@ -1,4 +1,4 @@
-"""``python -m a2a_nb``: the command line (broker, serve, send, story, record, lint, bench).
+"""``python -m a2a_nb``: the command line (broker, serve, send, story, record, lint, bridge, probe).
 
 Every command honours ``A2A_BROKER_URL``; without it the ones that need a broker start the embedded
 Mosquitto. Commands print what a learner needs; a failure is one ``error: ...`` line on stderr (plus a
@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Optional
 
-from .commands import agents, bench, bridge, broker, probe, traffic
+from .commands import agents, bridge, broker, probe, traffic
 from .commands.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError, broker_lost,
                               command_broker_url)
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (broker, agents, traffic, bench, bridge, probe):
+    for group in (broker, agents, traffic, bridge, probe):
         group.register(sub)
     for command in sub.choices.values():
         command.set_defaults(command_parser=command)  # its own usage for its own mistakes (parse_args)
@@ -66,9 +66,10 @@ def check_broker_url(args: argparse.Namespace) -> None:
 _BROKER_HINT = "start one with `python -m a2a_nb broker` and point A2A_BROKER_URL (or --broker) at the URL it prints"
 
 
-def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str]:
+def explain(exc: BaseException, args: argparse.Namespace, debug_usage: str = "") -> tuple[int, str, str]:
     """``(exit status, message, hint)`` for a failure of a command: the one place that maps the kit's
-    exceptions to what a learner reads. The hint may be empty."""
+    exceptions to what a learner reads. The hint may be empty; an unexpected failure's hint names
+    ``debug_usage``, the command line that shows the traceback (default ``python -m a2a_nb --debug COMMAND ...``)."""
     from .agents.requester import RequestTimeout
     from .mqtt.broker import BrokerEndpoint, BrokerError
     from .mqtt.session import ConnectFailed, SessionError
@@ -101,7 +102,7 @@ def explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str, str
         return EXIT_USAGE, str(exc), ""
     if isinstance(exc, OSError):
         return EXIT_FAILED, str(exc), ""
-    debug = f"python -m a2a_nb --debug {args.command} ..."
+    debug = debug_usage or f"python -m a2a_nb --debug {args.command} ..."
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
 
 
@@ -175,7 +176,14 @@ def configure_logging(args: argparse.Namespace) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run one command. Failures print ``error: ...`` (and ``hint: ...``) on stderr and return the exit
     status of :func:`explain`; with ``--debug`` they raise, traceback included."""
-    args = parse_args(argv)
+    return run_command(parse_args(argv))
+
+
+def run_command(args: argparse.Namespace, debug_usage: str = "") -> int:
+    """Run a parsed command line (``args.func``, ``args.command``, ``args.debug``) as :func:`main` does.
+
+    ``python -m benchmarks`` (outside the package) runs its own parser's result here, so its failures
+    read like every command's; ``debug_usage`` is its ``--debug`` command line (see :func:`explain`)."""
     configure_logging(args)
     if args.debug:
         check_broker_url(args)
@@ -187,7 +195,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        status, message, hint = explain(exc, args)
+        status, message, hint = explain(exc, args, debug_usage)
         print(f"error: {message}", file=sys.stderr)
         if hint:
             print(f"hint: {hint}", file=sys.stderr)

@@ -1,6 +1,7 @@
-"""Benchmarks of the kit, kept outside the package (``a2a_nb`` has one paho user: its session).
+"""Benchmarks of the kit, kept outside the package (``a2a_nb`` has one paho user: its session, and
+ships nothing it cannot import).
 
-``python -m a2a_nb bench`` (or ``make bench``) runs them from a clone of the repository:
+``python -m benchmarks`` (``__main__``; or ``make bench``) runs them from the root of a clone:
 
 * ``run``: the kit against raw paho-mqtt on the same broker, in one run (SendMessage round trip,
   stream events per second), plus the recorder, ``load_traffic`` and the resource runs below;

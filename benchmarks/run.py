@@ -1,4 +1,4 @@
-"""``python -m a2a_nb bench``: the kit measured against raw paho-mqtt on the same broker, same run.
+"""``python -m benchmarks``: the kit measured against raw paho-mqtt on the same broker, same run.
 
 Ratios, not absolute times, are what the targets speak of: the kit's SendMessage round trip within
 1.5× the raw request/reply floor (and under 2 ms on loopback), stream events per second at least

@@ -6,7 +6,7 @@ It drives the client ``session.py`` gives it and imports nothing of paho itself.
 Why not ``loop_start()``: paho's own loop reads one packet per turn and hands every message over at
 once, so a reader thread blocked on a reply stream is woken once per item, and every wake-up makes
 that thread and paho's network thread take turns at Python's GIL around each of the ~8 system calls
-paho makes per message (measured: about half of a stream's cost, see ``python -m a2a_nb bench``).
+paho makes per message (measured: about half of a stream's cost, see ``python -m benchmarks``).
 This loop reads while messages keep coming (up to ``burst`` of them), then hands the whole burst
 over: a waiting reader wakes once per burst, not once per message. A thread that publishes while
 the network thread waits in ``select`` writes its packet itself, instead of waking that thread to

@@ -1,4 +1,5 @@
-"""The command line as a user runs it: serve echo / ticket-desk, send, story, bench (real broker)."""
+"""The command line as a user runs it: serve echo / ticket-desk, send, story, and ``python -m benchmarks``
+(real broker)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import pytest
 
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import topics
+from tests.bench_command import run_bench
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 
@@ -106,7 +108,7 @@ def test_unknown_scenario_is_refused(env):
 
 
 def test_bench_json_reports_ratios(env):
-    out = run(["bench", "--json", "-n", "50", "--stream-n", "300", "--rounds", "1", "--load-tasks", "20"], env, timeout=240)
+    out = run_bench(["--json", "-n", "50", "--stream-n", "300", "--rounds", "1", "--load-tasks", "20"], env, timeout=240)
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["kit_send"]["n"] == 50 and res["raw_request_reply"]["n"] == 50

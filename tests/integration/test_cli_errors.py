@@ -26,6 +26,7 @@ from a2a_nb.protocol import topics
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import HANDOVER_PLANS, TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import SCENARIOS
+from tests.bench_command import run_bench
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 
@@ -111,10 +112,14 @@ def cards(broker_url):
     ["serve", "echo"],
     ["story", "--pace", "0"],
     ["record", "--out", "{tmp}/r.jsonl", "--seconds", "1"],
-    ["bench", "-n", "5", "--stream-n", "5", "--rounds", "1", "--load-tasks", "0"],
 ], ids=lambda argv: argv[0])
 def test_unreachable_broker_is_one_error_line_and_exit_1(argv, closed_port_env, tmp_path):
     out = run([a.format(tmp=tmp_path) for a in argv], closed_port_env)
+    assert_clean_failure(out, 1, "error: cannot reach the MQTT broker at mqtt://127.0.0.1:", "python -m a2a_nb broker")
+
+
+def test_unreachable_broker_is_one_error_line_for_the_benchmarks_too(closed_port_env):
+    out = run_bench(["-n", "5", "--stream-n", "5", "--rounds", "1", "--load-tasks", "0"], closed_port_env)
     assert_clean_failure(out, 1, "error: cannot reach the MQTT broker at mqtt://127.0.0.1:", "python -m a2a_nb broker")
 
 
@@ -279,8 +284,6 @@ def test_pool_targets_skip_the_card_check(env):
     (["story", "--pace", "-1"], "-1 is out of range; give a number of seconds, 0 or more"),
     (["send", "echo", "hi", "--timeout", "-1"], "-1 is out of range; give a number of seconds greater than 0"),
     (["send", "echo", "hi", "--timeout", "soon"], "'soon' is not a number"),
-    (["bench", "-n", "0"], "0 is out of range; give a whole number of at least 1"),
-    (["bench", "--load-tasks", "-5"], "give a whole number, 0 or more"),
     (["serve", "analyst", "--pool", "p", "--members", "0"], "give a whole number of at least 1"),
     (["record", "--out", "x.jsonl", "--seconds", "0"], "give a number of seconds greater than 0"),
     (["record", "--out", "x.jsonl", "--filter", "#"], "error: org_filter '#' must start with '$a2a/'"),
@@ -290,6 +293,15 @@ def test_pool_targets_skip_the_card_check(env):
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_bad_option_values_are_usage_errors(argv, phrase, env):
     out = run(argv, env)
+    assert_clean_failure(out, 2, phrase)
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["-n", "0"], "0 is out of range; give a whole number of at least 1"),
+    (["--load-tasks", "-5"], "give a whole number, 0 or more"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_bad_benchmark_option_values_are_usage_errors(argv, phrase, env):
+    out = run_bench(argv, env)
     assert_clean_failure(out, 2, phrase)
 
 

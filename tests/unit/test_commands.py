@@ -1,8 +1,7 @@
 """Helpers of the sub-commands, in-process: the wait of a foreground command, the broker's export line,
-the routes file of ``send``, and finding the benchmarks."""
+and the routes file of ``send``."""
 from __future__ import annotations
 
-import importlib
 import io
 import os
 import signal
@@ -14,9 +13,9 @@ import time
 import pytest
 
 from a2a_nb.agents.routes_store import SqliteRoutes
-from a2a_nb.commands import agents, bench
+from a2a_nb.commands import agents
 from a2a_nb.commands.broker import export_line
-from a2a_nb.commands.common import CliError, no_card_hint, wait_for_signal
+from a2a_nb.commands.common import no_card_hint, wait_for_signal
 from a2a_nb.protocol.routing import Address, Route
 
 
@@ -153,32 +152,3 @@ def test_the_routes_file_keeps_only_the_newest_routes(tmp_path):
     assert list(reopened.load().routes) == ["task-2", "task-3", "task-4"]  # oldest first, as the table keeps them
     reopened.close()
 
-
-# -- bench: where are the benchmarks? ----------------------------------------------------------------------
-def import_fails_with(monkeypatch, error: ImportError) -> None:
-    """Make ``bench._benchmarks``'s import of ``benchmarks.run`` fail as Python would with ``error``."""
-    def import_module(name: str, package=None):
-        assert name == "benchmarks.run"
-        raise error
-
-    monkeypatch.setattr(importlib, "import_module", import_module)
-
-
-@pytest.mark.parametrize("missing", ["benchmarks", "benchmarks.run"])
-def test_bench_without_the_benchmarks_folder_says_where_they_are(monkeypatch, missing):
-    import_fails_with(monkeypatch, ModuleNotFoundError(f"No module named {missing!r}", name=missing))
-    with pytest.raises(CliError, match="benchmarks/ folder") as refused:
-        bench._benchmarks()
-    assert "from a clone of the repository" in refused.value.hint
-
-
-@pytest.mark.parametrize("error", [
-    ModuleNotFoundError("No module named 'httpx'", name="httpx"),  # benchmarks/bridge.py: import httpx
-    ModuleNotFoundError("No module named 'benchmarks_extra'", name="benchmarks_extra"),
-    ImportError("cannot import name 'Client' from 'httpx'", name="httpx"),
-], ids=["missing-dependency", "look-alike-name", "import-error"])
-def test_bench_keeps_the_message_of_a_failing_dependency(monkeypatch, error):
-    import_fails_with(monkeypatch, error)
-    with pytest.raises(ImportError) as raised:
-        bench._benchmarks()
-    assert raised.value is error
