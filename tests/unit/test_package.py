@@ -1,6 +1,13 @@
-"""The core stays sans-I/O: no paho, sockets, threads or a2a-sdk in a2a_nb/protocol."""
+"""The core stays sans-I/O: no paho, sockets, threads or a2a-sdk in a2a_nb/protocol; and the package's
+dependencies: paho-mqtt alone for the core, the rest in the extras of pyproject.toml."""
 import ast
+import re
+import subprocess
+import sys
+from importlib.metadata import packages_distributions
 from pathlib import Path
+
+import pytest
 
 import a2a_nb.protocol as protocol
 
@@ -31,3 +38,113 @@ def test_core_modules_import_no_io():
                 continue
             for m in mods:
                 assert m.split(".")[0] not in FORBIDDEN, f"{name}.py imports {m}"
+
+
+# -- packaging: a core of paho-mqtt alone, the rest in extras (pyproject.toml) ----------------------------
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "a2a_nb"
+CORE_PACKAGES = ("a2a_nb.protocol", "a2a_nb.mqtt", "a2a_nb.agents", "a2a_nb.story", "a2a_nb.commands")
+"""What works with the core dependency alone: the rules, the MQTT edge, the roles, the story's cast and
+the command line (its commands load an extra's modules only when they need them)."""
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _project() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _requirements() -> tuple[list, dict[str, list]]:
+    """(core, {extra: requirements}) as ``packaging`` requirements, an extra's ``a2a_nb[...]`` left out."""
+    from packaging.requirements import Requirement
+
+    project = _project()
+    core = [Requirement(r) for r in project["dependencies"]]
+    extras = {extra: [r for r in map(Requirement, reqs) if _norm(r.name) != _norm(project["name"])]
+              for extra, reqs in project.get("optional-dependencies", {}).items()}
+    return core, extras
+
+
+def _top_level_imports() -> dict[str, set[str]]:
+    """``{top-level module: {a2a_nb files importing it}}`` for every absolute import in the package,
+    function-level and ``TYPE_CHECKING`` ones included."""
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                found.setdefault(name.split(".")[0], set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_the_extras_are_the_ones_the_readme_names():
+    core, extras = _requirements()
+    assert [_norm(r.name) for r in core] == ["paho-mqtt"]
+    assert set(extras) == {"notebook", "bridge", "secure"}
+
+
+def test_every_library_the_package_imports_is_declared():
+    core, extras = _requirements()
+    declared = {_norm(r.name) for r in core} | {_norm(r.name) for reqs in extras.values() for r in reqs}
+    providers = packages_distributions()
+    undeclared = {}
+    for module, files in _top_level_imports().items():
+        if module in sys.stdlib_module_names or module == "a2a_nb":
+            continue
+        assert module not in ("benchmarks", "tests"), f"{sorted(files)} import {module}, which is not installed"
+        if not {_norm(d) for d in providers.get(module, [])} & declared:
+            undeclared[module] = sorted(files)
+    assert not undeclared, f"imported but not in pyproject.toml: {undeclared}"
+
+
+def test_requirements_txt_pins_every_declared_library_within_its_range():
+    core, extras = _requirements()
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[_norm(name)] = version.strip()
+    for req in [*core, *(r for reqs in extras.values() for r in reqs)]:
+        assert _norm(req.name) in pins, f"{req} is declared but requirements.txt does not pin it"
+        assert req.specifier.contains(pins[_norm(req.name)], prereleases=True), f"{req}: pinned {pins[_norm(req.name)]}"
+
+
+# Run in a fresh interpreter: a finder first on sys.meta_path refuses every module the extras provide.
+_IMPORT_WITHOUT = """
+import importlib, pkgutil, sys
+BLOCKED = set(sys.argv[1].split(","))
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (an extra's, refused)", name=name)
+sys.meta_path.insert(0, Refuse())
+import a2a_nb, a2a_nb.cli
+for package in sys.argv[2:]:
+    for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+        importlib.import_module(module.name)
+heavy = sorted(BLOCKED & {m.split(".")[0] for m in sys.modules})
+print("OK" if not heavy else heavy)
+"""
+
+
+def test_the_core_imports_without_any_extra():
+    """``a2a_nb.protocol`` (and the MQTT edge, the roles, the cast, the command line) with paho-mqtt
+    alone: pandas, matplotlib, starlette, uvicorn, ipywidgets, cryptography, the a2a-sdk ... refused."""
+    core, extras = _requirements()
+    core_dists = {_norm(r.name) for r in core}
+    extra_dists = {_norm(r.name) for reqs in extras.values() for r in reqs}
+    blocked = {module for module, dists in packages_distributions().items()
+               if {_norm(d) for d in dists} & extra_dists and not {_norm(d) for d in dists} & core_dists}
+    assert {"pandas", "matplotlib", "starlette", "uvicorn", "ipywidgets", "a2a", "cryptography", "jwt"} <= blocked
+    out = subprocess.run([sys.executable, "-c", _IMPORT_WITHOUT, ",".join(sorted(blocked)), *CORE_PACKAGES],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "OK"
