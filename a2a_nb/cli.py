@@ -64,6 +64,8 @@ def check_broker_url(args: argparse.Namespace) -> None:
 
 
 _BROKER_HINT = "start one with `python -m a2a_nb broker` and point A2A_BROKER_URL (or --broker) at the URL it prints"
+_EXTRAS_HINT = ("this command needs a library the kit's core install leaves out: `pip install 'a2a_nb[notebook]'` "
+                "adds them all (or only [bridge] for the bridge, [secure] for broker --secure)")
 
 
 def explain(exc: BaseException, args: argparse.Namespace, debug_usage: str = "") -> tuple[int, str, str]:
@@ -102,6 +104,8 @@ def explain(exc: BaseException, args: argparse.Namespace, debug_usage: str = "")
         return EXIT_USAGE, str(exc), ""
     if isinstance(exc, OSError):
         return EXIT_FAILED, str(exc), ""
+    if isinstance(exc, ModuleNotFoundError):  # pyproject.toml: the core is paho-mqtt alone
+        return EXIT_FAILED, str(exc), _EXTRAS_HINT
     debug = debug_usage or f"python -m a2a_nb --debug {args.command} ..."
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
 

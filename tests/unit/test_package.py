@@ -118,33 +118,54 @@ def test_requirements_txt_pins_every_declared_library_within_its_range():
 
 
 # Run in a fresh interpreter: a finder first on sys.meta_path refuses every module the extras provide.
-_IMPORT_WITHOUT = """
-import importlib, pkgutil, sys
-BLOCKED = set(sys.argv[1].split(","))
+_REFUSE = """
+import importlib, pkgutil, runpy, sys
+BLOCKED = set(sys.argv.pop(1).split(","))
 class Refuse:
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in BLOCKED:
             raise ModuleNotFoundError(f"No module named {name!r} (an extra's, refused)", name=name)
 sys.meta_path.insert(0, Refuse())
+"""
+_IMPORT_ALL = _REFUSE + """
 import a2a_nb, a2a_nb.cli
-for package in sys.argv[2:]:
+for package in sys.argv[1:]:
     for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
         importlib.import_module(module.name)
 heavy = sorted(BLOCKED & {m.split(".")[0] for m in sys.modules})
 print("OK" if not heavy else heavy)
 """
+_COMMAND = _REFUSE + """
+sys.argv[0] = "a2a_nb"
+runpy.run_module("a2a_nb", run_name="__main__")
+"""
+
+
+def _extras_modules() -> set[str]:
+    """The top-level modules only an extra's distributions provide (as installed here)."""
+    core, extras = _requirements()
+    core_dists = {_norm(r.name) for r in core}
+    extra_dists = {_norm(r.name) for reqs in extras.values() for r in reqs}
+    return {module for module, dists in packages_distributions().items()
+            if {_norm(d) for d in dists} & extra_dists and not {_norm(d) for d in dists} & core_dists}
 
 
 def test_the_core_imports_without_any_extra():
     """``a2a_nb.protocol`` (and the MQTT edge, the roles, the cast, the command line) with paho-mqtt
     alone: pandas, matplotlib, starlette, uvicorn, ipywidgets, cryptography, the a2a-sdk ... refused."""
-    core, extras = _requirements()
-    core_dists = {_norm(r.name) for r in core}
-    extra_dists = {_norm(r.name) for reqs in extras.values() for r in reqs}
-    blocked = {module for module, dists in packages_distributions().items()
-               if {_norm(d) for d in dists} & extra_dists and not {_norm(d) for d in dists} & core_dists}
+    blocked = _extras_modules()
     assert {"pandas", "matplotlib", "starlette", "uvicorn", "ipywidgets", "a2a", "cryptography", "jwt"} <= blocked
-    out = subprocess.run([sys.executable, "-c", _IMPORT_WITHOUT, ",".join(sorted(blocked)), *CORE_PACKAGES],
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ALL, ",".join(sorted(blocked)), *CORE_PACKAGES],
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "OK"
+
+
+def test_a_command_that_needs_an_extra_says_which_to_install(tmp_path):
+    recording = tmp_path / "empty.jsonl"
+    recording.write_text("")
+    out = subprocess.run([sys.executable, "-c", _COMMAND, ",".join(sorted(_extras_modules())), "lint", str(recording)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith("error: No module named ")
+    assert "pip install 'a2a_nb[notebook]'" in out.stderr
