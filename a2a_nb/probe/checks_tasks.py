@@ -14,6 +14,7 @@ from ..protocol import errors, jsonrpc, messages, properties, states
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.ids import IDENTIFIER_RE
 from ..protocol.messages import task_ids_of
+from ..protocol.routing import HANDOVER
 from ..protocol.safe_text import quoted
 from ..protocol.streams import reply_ends_stream
 from ..traffic.lint import SHOULD, validate_payload
@@ -430,7 +431,7 @@ def handover_responder_id(run: ProbeRun) -> Outcome:
     if bad:
         return failed("every request of the probe", f"a2a-responder-agent-id {quoted(bad[0])}",
                       "not a valid agent_id: requesters cannot route follow-ups to it")
-    moves = [r for r in run.client.routing.history if r.cause == "handover"]
+    moves = [r for r in run.client.routing.history if r.cause == HANDOVER]
     base = run.baseline()
     if moves:
         last = moves[-1]
