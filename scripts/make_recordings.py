@@ -44,23 +44,13 @@ def seed_of(name: str) -> int:
 
 
 def recorded_reroutes(df) -> list[str]:
-    """The reroutes a recording shows, in order: one per new responder a reply announced
-    (``handovers``: ``handover`` or ``pool-assigned``) and one per ``fallback`` operation of
-    ``routing_view``. For one scenario this is the list its coordinator's routing table recorded
-    (``SCENARIOS[name]["expect"]``): the broker saw the same story the requester told."""
-    from a2a_nb.traffic import handovers, routing_view
+    """The causes of the reroutes a recording shows, in order: the coordinator's routing table replayed
+    from the recorded requests and replies (``reroutes``). For one scenario this is the list its
+    coordinator's live table recorded (``SCENARIOS[name]["expect"]``): the broker saw the same story
+    the requester told."""
+    from a2a_nb.traffic import reroutes
 
-    events: list[tuple[int, str]] = []
-    latest: dict = {}
-    for i, task, resp, cause in zip(*(handovers(df)[c] for c in ("i", "task_id", "responder", "cause"))):
-        if latest.get(task) != resp:
-            latest[task] = resp
-            events.append((int(i), cause))
-    rv = routing_view(df)
-    for i, cause in zip(rv["i"], rv["cause"]):
-        if cause == "fallback":
-            events.append((int(i), cause))
-    return [cause for _, cause in sorted(events)]
+    return list(reroutes(df)["cause"])
 
 
 def record(path: Path, names: list[str], pace: float, say: Callable[[str], None]) -> list:

@@ -25,7 +25,7 @@ from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
 from ..protocol.retry import DEFAULT, RetryProfile, next_delay
-from ..protocol.routing import Address, Reroute, RoutingTable
+from ..protocol.routing import Address, Reroute, RoutingTable, silence_reason
 from ..protocol.streams import STREAM_SEQ, StreamDeduper
 from .task_view import TaskView
 
@@ -385,8 +385,7 @@ class Requester:
     @staticmethod
     def _silence_reason(call: _Call, target: Address) -> str:
         codes = [a.reason_code for a in call.attempts if a.topic == target.topic]
-        hint = " (PUBACK 16: nobody subscribed)" if 16 in codes else ""
-        return f"{target.label} did not answer {len(codes)} attempts{hint}"
+        return silence_reason(target.label, len(codes), nobody_subscribed=16 in codes)
 
     # -- reading replies -------------------------------------------------------------------------------
     def _observe(self, task_id: Optional[str], msg: MqttMessage, target: Address,

@@ -40,7 +40,7 @@ from ..agents.reprs import badge, json_block
 from ..protocol.safe_text import safe_text
 from ..protocol.states import is_state
 from ..traffic.charts import SMALL, message_label, sequence_chart
-from ..traffic.frame import Source, handovers, load_traffic, routing_view, short_state, state_transitions
+from ..traffic.frame import Source, load_traffic, new_responders, routing_view, short_state, state_transitions
 from ..traffic.records import from_record
 from .display import cell_text, mqtt_properties_rows
 from .widgets import offline_note, widget_bundle
@@ -114,13 +114,9 @@ def steps_of(source: Source) -> Steps:
     for i, task in zip(df["i"], df["task_id"]):
         if task is not None and task not in first_seen:
             first_seen[task] = int(i)
-    announced: dict[int, tuple[str, str, str]] = {}
-    latest: dict[str, str] = {}
-    hv = handovers(df)
-    for i, task, addressed, resp, cause in zip(hv["i"], hv["task_id"], hv["addressed"], hv["responder"], hv["cause"]):
-        if latest.get(task) != resp:  # the reply that first named this responder
-            latest[task] = resp
-            announced[int(i)] = (cause, addressed, resp)
+    request_of, addressed = df["request_i"].to_numpy(), df["to_agent"].to_numpy()  # row i is the i-th row
+    announced = {i: (cause, addressed[request_of[i]], resp) for i, (cause, resp) in new_responders(df).items()
+                 if request_of[i] is not None}  # the text names the agent the request went to
     rv = routing_view(df)
     rerouted = {int(i): (cause, target) for i, cause, target, re in zip(rv["i"], rv["cause"], rv["target"],
                                                                          rv["reroute"]) if re}

@@ -11,18 +11,50 @@ Requester Retry and Timeout Profile (9). Rules kept here, and only here:
   reason is recorded (not for pooled tasks: they stay with the member that answered);
 * a pooled task is routed to the pool until a responder is known, then to that responder.
 
+Every reroute names its cause: ``HANDOVER``, ``POOL_ASSIGNED`` or ``FALLBACK``.
+
 Pure data: the caller passes the time; persistence is done by the agents layer from ``rows()``.
 Bounded: the table keeps the ``max_routes`` most recently used routes (and as many reroutes), so
 a requester that sends for days does not grow without end; a forgotten task needs ``to=`` again.
+
+A recording is replayed through the same table: ``replay`` feeds it the recorded requests and
+replies of each task and returns the reroutes the requester's table made (``traffic.frame.reroutes``
+gives them as a DataFrame; the frame's views, the charts and the lint rule read that).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any, Iterable, Optional, Union
 
 from .ids import validate_identifier
 from .topics import pool_topic, request_topic
+
+HANDOVER = "handover"
+"""Cause of a reroute: a reply or stream item named another agent in ``a2a-responder-agent-id``
+(Optional Task Handover 2-4)."""
+POOL_ASSIGNED = "pool-assigned"
+"""Cause of a reroute: a reply to a pooled request named the member that took the task (Optional
+Shared Subscription Dispatch 10-11)."""
+FALLBACK = "fallback"
+"""Cause of a reroute: the handover target stopped answering, the task went back to its card agent
+(Requester Retry and Timeout Profile 9)."""
+CAUSES = (HANDOVER, POOL_ASSIGNED, FALLBACK)
+"""Every cause a reroute can have."""
+
+
+def new_responder_cause(pooled: bool) -> str:
+    """Why a reply naming a new responder moves a task: ``POOL_ASSIGNED`` when the task was routed to
+    a pool (``pooled``), else ``HANDOVER`` (Optional Task Handover 2; Shared Subscription Dispatch 10)."""
+    return POOL_ASSIGNED if pooled else HANDOVER
+
+
+def silence_reason(label: str, attempts: int, nobody_subscribed: bool = False) -> str:
+    """The detail of a ``FALLBACK``: ``label`` did not answer ``attempts`` requests (``nobody_subscribed``:
+    a PUBACK said 16, no matching subscribers; Requester Retry and Timeout Profile 6)."""
+    hint = " (PUBACK 16: nobody subscribed)" if nobody_subscribed else ""
+    return f"{label} did not answer {attempts} attempts{hint}"
 
 
 @dataclass(frozen=True)
@@ -68,7 +100,7 @@ class Address:
 
 @dataclass(frozen=True)
 class Reroute:
-    """One change of route: ``cause`` is ``handover``, ``pool-assigned`` or ``fallback``."""
+    """One change of route: ``cause`` is one of ``CAUSES`` (``HANDOVER``, ``POOL_ASSIGNED``, ``FALLBACK``)."""
 
     at: float
     task_id: str
@@ -135,8 +167,8 @@ class RoutingTable:
         new = Address(route.card.org, route.card.unit, agent=responder_agent_id)
         if new == route.current:
             return None
-        cause = "pool-assigned" if route.current.pool is not None else "handover"
-        return self._move(route, new, at, cause, f"a2a-responder-agent-id={responder_agent_id}")
+        return self._move(route, new, at, new_responder_cause(route.current.pool is not None),
+                          f"a2a-responder-agent-id={responder_agent_id}")
 
     def fall_back(self, task_id: str, at: float, reason: str) -> Optional[Reroute]:
         """The current target stopped answering: route back to the card agent. Never back to a
@@ -145,7 +177,7 @@ class RoutingTable:
         route = self.routes.get(task_id)
         if route is None or route.current == route.card or route.card.pool is not None:
             return None
-        return self._move(route, route.card, at, "fallback", reason)
+        return self._move(route, route.card, at, FALLBACK, reason)
 
     def _move(self, route: Route, to: Address, at: float, cause: str, detail: str) -> Reroute:
         event = Reroute(at, route.task_id, route.current, to, cause, detail)
@@ -173,3 +205,66 @@ class RoutingTable:
 
     def restore(self, route: Route) -> None:
         self._keep(replace(route))
+
+
+# -- a recording, replayed through the table ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sent:
+    """A recorded request for ``task_id``: it went to ``to`` at ``at``; ``answered``: a reply came back."""
+
+    task_id: str
+    to: Address
+    at: float
+    answered: bool = True
+
+
+@dataclass(frozen=True)
+class Replied:
+    """A recorded reply or stream item for ``task_id``, with its ``a2a-responder-agent-id`` (or None)."""
+
+    task_id: str
+    responder: Optional[str]
+    at: float
+
+
+def replay(steps: Iterable[Union[Sent, Replied]]) -> list[Optional[Reroute]]:
+    """The reroutes a requester's ``RoutingTable`` made, worked out from its recorded traffic: one
+    entry per step, in order (None: that step moved nothing).
+
+    The same table and the same rules as live: a task's first request starts its route; each
+    reply goes through ``observe`` (the latest ``a2a-responder-agent-id`` wins; one that is no
+    identifier moves nothing); a request back to the card agent while the task is routed
+    elsewhere is the requester's fallback (``fall_back``: never back to a pool), its detail counting
+    the unanswered requests to the silent target before it (``silence_reason``). A request to any
+    other target leaves the route as it is: that requester did not follow its table.
+    """
+    table = RoutingTable(max_routes=sys.maxsize)
+    silent: dict[str, int] = {}  # Task.id -> unanswered requests to its current target since it last moved
+    out: list[Optional[Reroute]] = []
+    for step in steps:
+        if isinstance(step, Replied):
+            try:
+                moved = table.observe(step.task_id, step.responder, step.at)
+            except ValueError:  # not an identifier: no requester can route to it
+                moved = None
+        else:
+            moved = _sent(table, step, silent.get(step.task_id, 0))
+        if moved is not None:
+            silent[step.task_id] = 0
+        if isinstance(step, Sent) and step.to == table.target(step.task_id):
+            silent[step.task_id] = 0 if step.answered else silent.get(step.task_id, 0) + 1
+        out.append(moved)
+    return out
+
+
+def _sent(table: RoutingTable, step: Sent, silent: int) -> Optional[Reroute]:
+    """Apply one recorded request to ``table``: a new task starts at its target; a request to the card
+    agent of a task routed elsewhere falls back (after ``silent`` unanswered requests to it)."""
+    route = table.routes.get(step.task_id)
+    if route is None:
+        table.start(step.task_id, step.to, step.at)
+        return None
+    if step.to == route.current or step.to != route.card:
+        return None
+    return table.fall_back(step.task_id, step.at, silence_reason(route.current.label, silent))

@@ -18,6 +18,7 @@ from ..protocol import messages, pools, properties, states, topics
 from ..protocol.packet import MqttMessage
 from ..protocol.ids import IdSource
 from ..protocol.retry import RetryProfile
+from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED
 from .cast import REPORT_ID, BrokerChoice, TicketDesk, analyst_pool, broker_for
 
 STORY_RETRY = RetryProfile(reply_first_timeout_s=1.0, stream_idle_timeout_s=3.0, max_attempts=3,
@@ -42,17 +43,17 @@ class ScenarioResult:
 
 
 SCENARIOS: dict[str, dict] = {
-    "happy": {"handover": "first-reply", "expect": ["handover"],
+    "happy": {"handover": "first-reply", "expect": [HANDOVER],
               "about": "the desk hands the ticket to an analyst at once; follow-ups go to the analyst"},
-    "handover": {"handover": "mid-stream", "expect": ["handover"],
+    "handover": {"handover": "mid-stream", "expect": [HANDOVER],
                  "about": "the desk starts the stream itself, an analyst takes over mid-stream"},
     "no-handover": {"handover": "none", "expect": [],
                     "about": "no a2a-responder-agent-id: everything stays with the card agent"},
-    "multi-handover": {"handover": "double", "expect": ["handover", "handover"], "steps_first": True,
+    "multi-handover": {"handover": "double", "expect": [HANDOVER, HANDOVER], "steps_first": True,
                        "about": "two handovers in one stream: the latest a2a-responder-agent-id wins"},
-    "handover-unreachable": {"handover": "dies", "expect": ["handover", "fallback"],
+    "handover-unreachable": {"handover": "dies", "expect": [HANDOVER, FALLBACK],
                              "about": "the analyst dies after asking for input: retries, then fallback to the desk"},
-    "pool": {"pool": "analysts", "expect": ["pool-assigned"],
+    "pool": {"pool": "analysts", "expect": [POOL_ASSIGNED],
              "about": "a pool of 3 analysts behind a shared subscription; follow-ups go to the member that answered"},
 }
 

@@ -12,7 +12,7 @@ _EXPORTS = {
     "Recorder": "recorder", "read_records": "records", "write_records": "records",
     "to_record": "records", "from_record": "records",
     "load_traffic": "frame", "state_transitions": "frame", "routing_view": "frame", "latency_view": "frame",
-    "handovers": "frame",
+    "handovers": "frame", "reroutes": "frame",
     "sequence_chart": "charts", "state_timeline": "charts", "reroute_chart": "charts", "latency_chart": "charts",
     "mermaid_sequence": "charts", "show_mermaid": "charts",
     "check_traffic": "lint", "lint_file": "lint", "main_lint": "lint",

@@ -43,7 +43,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
 from ..protocol import states as S
-from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, Source, handovers, latency_view, load_traffic,
+from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED
+from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, Source, latency_view, load_traffic, new_responders,
                     routing_view, short_state, state_transitions)
 
 WIDTH = 8.0  # inches: 768 px at DPI
@@ -180,26 +181,13 @@ def _lanes(sub: pd.DataFrame, pseudo_last: bool = False) -> list[str]:
     return out
 
 
-def _handover_rows(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
-    """The reply where each task moves to a new responder (later replies from the same one are not
-    new handovers)."""
-    h = handovers(df)
-    current: dict = {}
-    rows: dict[int, tuple[str, str]] = {}
-    for i, task, cause, responder in zip(h["i"], h["task_id"], h["cause"], h["responder"]):
-        if current.get(task) != responder:
-            current[task] = responder
-            rows[int(i)] = (cause, responder)
-    return rows
-
-
 # -- charts -------------------------------------------------------------------------------------------
 
 def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = None, width: float = WIDTH) -> Figure:
     """A sequence diagram: one lane per agent (plus ``discovery`` / ``events``), one arrow per
     message in recorded order, coloured by kind (error replies red); handovers and pool
-    assignments (a reply whose ``a2a-responder-agent-id`` is not the addressed agent) are starred
-    and labelled. Shows the first ``max_messages`` messages. ``width`` in inches (at ``DPI``): the
+    assignments (the reply whose ``a2a-responder-agent-id`` moved the task to a new responder, as
+    the requester's routing table did: ``reroutes``) are starred and labelled. Shows the first ``max_messages`` messages. ``width`` in inches (at ``DPI``): the
     player draws it at the width it shows it."""
     df = load_traffic(df)
     sub = _arrows(df)
@@ -217,7 +205,7 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
     fig, ax = _new(min(7.0, max(4.0, 1.5 + 0.19 * n)), width)
     for k in range(len(lanes)):
         ax.axvline(k, color="#dddddd", lw=1.5, zorder=0)
-    hand = _handover_rows(df)
+    hand = new_responders(df)
     show_text = n <= 40
     kinds_seen: dict[str, None] = {}
     for y, r in enumerate(rows):
@@ -320,12 +308,12 @@ def route_marks(df: Source) -> pd.DataFrame:
         if task not in seen:
             seen.add(task)
             rows.append((int(i), task, "sent", target))
-        if cause == "fallback":
-            rows.append((int(i), task, "fallback", target))
+        if cause == FALLBACK:
+            rows.append((int(i), task, FALLBACK, target))
         if not answered:
             rows.append((int(i), task, "no reply", target))
     tasks = dict(zip(df["i"], df["task_id"]))
-    for i, (cause, responder) in _handover_rows(df).items():
+    for i, (cause, responder) in new_responders(df).items():
         rows.append((i, tasks.get(i), cause, responder))
     out = pd.DataFrame(rows, columns=["i", "task_id", "mark", "agent"])
     return out.sort_values("i", kind="stable").reset_index(drop=True)
@@ -333,9 +321,9 @@ def route_marks(df: Source) -> pd.DataFrame:
 
 MARK_STYLE = {  # marker, size, face colour, text prefix
     "sent": ("o", 6, "#555555", "to "),
-    "handover": ("*", 12, "#ff7f0e", "→ "),
-    "pool-assigned": ("*", 12, "#17becf", "pool → "),
-    "fallback": ("D", 7, "#8c564b", "fallback → "),
+    HANDOVER: ("*", 12, "#ff7f0e", "→ "),
+    POOL_ASSIGNED: ("*", 12, "#17becf", "pool → "),
+    FALLBACK: ("D", 7, "#8c564b", "fallback → "),
     "no reply": ("o", 6, "white", ""),
 }
 
@@ -431,8 +419,8 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
 
 def _mark_handle(mark: str) -> Line2D:
     marker, ms, face, _ = MARK_STYLE[mark]
-    text = {"sent": "first sent to", "handover": "reply naming a new responder", "pool-assigned": "pool assignment",
-            "fallback": "fallback to the card agent", "no reply": "request with no reply"}[mark]
+    text = {"sent": "first sent to", HANDOVER: "reply naming a new responder", POOL_ASSIGNED: "pool assignment",
+            FALLBACK: "fallback to the card agent", "no reply": "request with no reply"}[mark]
     return Line2D([0], [0], marker=marker, ms=min(ms, 10), mfc=face, color="black", mew=0.7, ls="", label=text)
 
 
@@ -497,7 +485,7 @@ def _reply_hops(df: pd.DataFrame) -> list[tuple]:
             stream.setdefault(int(q), []).append(i)
     rows: list[tuple] = []
     since: dict[int, int] = {}  # request row -> its last reply that named a new responder
-    for i, (cause, responder) in sorted(_handover_rows(df).items()):
+    for i, (cause, responder) in sorted(new_responders(df).items()):
         r = replies[i]
         q = int(r["request_i"])
         items = stream.get(q, [i])
@@ -664,7 +652,7 @@ def mermaid_sequence(df: Source, max_messages: int = 200) -> str:
     sub = sub.iloc[:max_messages]
     lanes = _lanes(sub)
     pid = {a: f"p{k + 1}" for k, a in enumerate(lanes)}
-    hand = _handover_rows(df)
+    hand = new_responders(df)
     lines = ["sequenceDiagram"]
     lines += [f"    participant {pid[a]} as {_mermaid_text(a)}" for a in lanes]
     for r in sub.to_dict("records"):

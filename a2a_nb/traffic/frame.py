@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..protocol import properties as P
 from ..protocol.messages import is_task, task_ids_of
+from ..protocol.routing import FALLBACK, Address, Replied, Sent, new_responder_cause, replay
 from ..protocol.states import can_transition, is_state, short_name
 from ..protocol.topics import is_a2a_topic, parse_topic
 from .records import FORMAT_VERSION, complete_record, read_records, record_problem
@@ -489,12 +490,89 @@ def state_transitions(df: Source, strict: bool = True) -> pd.DataFrame:
     return _frame(rows, ["task_id", "i", "t", "dt", "state", "short", "previous", "from_agent", "event"])
 
 
+REROUTE_COLUMNS = ["i", "t", "dt", "task_id", "from", "to", "cause", "detail"]
+"""The columns of ``reroutes``."""
+
+OTHER = "other"
+"""``routing_view``'s cause for a request that went where the requester's routing table would not
+send it (not one of ``protocol.routing.CAUSES``)."""
+
+
+def reroutes(df: Source) -> pd.DataFrame:
+    """The requester's routing table, replayed from the recording: one row per reroute it made.
+
+    ``protocol.routing.replay`` feeds the one ``RoutingTable`` every recorded request and reply of
+    each task (Optional Task Handover 2-4, Optional Shared Subscription Dispatch 10-11, Requester
+    Retry and Timeout Profile 9), so a task's rows are the reroutes its requester's live table
+    recorded. Columns ``i`` (the reply that named a new responder, or the request that fell back),
+    ``t, dt, task_id``, ``from`` and ``to`` (an agent, or ``pool:{id}``), ``cause`` (``handover``,
+    ``pool-assigned`` or ``fallback``) and ``detail``.
+    """
+    df = load_traffic(df)
+    rows, steps = _routing_steps(df)
+    moves = [(i, t, dt, r.task_id, r.from_.label, r.to.label, r.cause, r.detail)
+             for (i, t, dt), r in zip(rows, replay(steps)) if r is not None]
+    return _frame(moves, REROUTE_COLUMNS)
+
+
+def new_responders(df: Source) -> dict[int, tuple[str, str]]:
+    """The replies that moved their task to a new responder, ``{i: (cause, responder)}``: the
+    ``reroutes`` a reply made (every one but a fallback); later replies naming the same responder
+    moved nothing."""
+    moves = reroutes(df)
+    return {int(i): (cause, to) for i, cause, to in zip(moves["i"], moves["cause"], moves["to"]) if cause != FALLBACK}
+
+
+def reroutes_by_task(df: Source) -> dict[str, list[tuple[int, str, str]]]:
+    """``reroutes`` per Task.id: ``[(i, to, cause)]`` in recorded order."""
+    moves: dict[str, list[tuple[int, str, str]]] = {}
+    table = reroutes(df)
+    for i, task, to, cause in zip(table["i"], table["task_id"], table["to"], table["cause"]):
+        moves.setdefault(task, []).append((int(i), to, cause))
+    return moves
+
+
+def _routing_steps(df: pd.DataFrame) -> tuple[list[tuple], list[Union[Sent, Replied]]]:
+    """What ``replay`` reads, in recorded order: each request of a task (where it went, whether it
+    was answered) and each reply of a task that names a responder; with the ``(i, t, dt)`` of each."""
+    kind = df["kind"].to_numpy()
+    asked = (kind == "request") | (kind == "pool")
+    named = (kind == "reply") & df["responder_agent_id"].notna().to_numpy()
+    sub = df[df["task_id"].notna().to_numpy() & (asked | named)]
+    answered = set(df["request_i"].dropna())
+    rows: list[tuple] = []
+    steps: list[Union[Sent, Replied]] = []
+    for i, t, dt, k, task, org, unit, agent, pool, responder in zip(
+            sub["i"], sub["t"], sub["dt"], sub["kind"], sub["task_id"], sub["org"], sub["unit"], sub["agent"],
+            sub["pool"], sub["responder_agent_id"]):
+        if k == "reply":
+            steps.append(Replied(task, responder, t))
+        else:
+            to = _address(org, unit, agent, pool)
+            if to is None:
+                continue
+            steps.append(Sent(task, to, t, i in answered))
+        rows.append((i, t, dt))
+    return rows, steps
+
+
+@lru_cache(maxsize=4096)
+def _address(org: str, unit: str, agent: Optional[str], pool: Optional[str]) -> Optional[Address]:
+    """The ``Address`` a request topic names (None when it is none the routing table could hold)."""
+    try:
+        return Address(org, unit, agent=None if pool else agent, pool=pool)
+    except ValueError:
+        return None
+
+
 def handovers(df: Source) -> pd.DataFrame:
     """Replies whose ``a2a-responder-agent-id`` differs from the agent their request addressed.
 
-    Columns ``i, t, dt, task_id, addressed, responder, cause``: ``handover`` when a card agent
-    delegated the task (Optional Task Handover 2), ``pool-assigned`` when the request went to a
-    pool (Optional Shared Subscription Dispatch 10).
+    Columns ``i, t, dt, task_id, addressed, responder, cause``: the cause the routing table gives
+    a reply that names a new responder (``protocol.routing.new_responder_cause``): ``handover`` when
+    a card agent delegated the task (Optional Task Handover 2), ``pool-assigned`` when the request
+    went to a pool (Optional Shared Subscription Dispatch 10). Every such reply is a row; the
+    reroutes they made are ``reroutes``.
     """
     df = load_traffic(df)
     addressed = _requests_by_row(df)
@@ -505,7 +583,7 @@ def handovers(df: Source) -> pd.DataFrame:
         to = addressed.get(q) if q is not None else None
         if to is None or to == resp:
             continue
-        rows.append((i, t, dt, task, to, resp, "pool-assigned" if to.startswith("pool:") else "handover"))
+        rows.append((i, t, dt, task, to, resp, new_responder_cause(to.startswith("pool:"))))
     return _frame(rows, ["i", "t", "dt", "task_id", "addressed", "responder", "cause"])
 
 
@@ -515,38 +593,28 @@ def routing_view(df: Source) -> pd.DataFrame:
     Columns ``task_id, i, t, dt, method, target, responder, answered, reroute, cause``. ``target``
     is the addressed agent (or ``pool:{id}``); ``responder`` the agent that answered it first
     (``a2a-responder-agent-id`` when present); ``reroute`` is True when the target differs from
-    the task's previous operation, and ``cause`` says why: ``handover`` (a reply named that agent,
-    Optional Task Handover 2-4), ``pool-assigned`` (first direct request after a pooled reply,
-    Shared Subscription Dispatch 11), ``fallback`` (back to the first target after the new agent
-    went silent) or ``other``.
+    the task's previous operation, and ``cause`` says why: the cause of the routing table's
+    latest reroute (``reroutes``) when the table routes the task to this target now (``handover``,
+    Optional Task Handover 2-4; ``pool-assigned``, Shared Subscription Dispatch 11; ``fallback``
+    to the card agent after the new agent went silent), else ``other``.
     """
     df = load_traffic(df)
     first_reply: dict[int, Any] = {}
-    seen_responder: dict[str, list] = {}  # task -> [(i, agent)] from replies
     sub = df[df["request_i"].notna()]
-    for i, q, who, resp, task in zip(sub["i"], sub["request_i"], sub["from_agent"], sub["responder_agent_id"],
-                                     sub["task_id"]):
+    for q, who in zip(sub["request_i"], sub["from_agent"]):
         first_reply.setdefault(q, who)
-        if resp is not None and task is not None:
-            seen_responder.setdefault(task, []).append((i, resp))
+    moves = reroutes_by_task(df)
     req = df[df["kind"].isin(REQUEST_KINDS) & df["task_id"].notna()]
     rows = []
     prev_target: dict[str, str] = {}
-    first_target: dict[str, str] = {}
     for i, t, dt, task, method, target in zip(req["i"], req["t"], req["dt"], req["task_id"], req["method"],
                                               req["to_agent"]):
         before = prev_target.get(task)
-        first_target.setdefault(task, target)
         reroute = before is not None and before != target
         cause = None
         if reroute:
-            named = [a for (j, a) in seen_responder.get(task, ()) if j < i]
-            if named and named[-1] == target:
-                cause = "pool-assigned" if str(before).startswith("pool:") else "handover"
-            elif target == first_target[task]:
-                cause = "fallback"
-            else:
-                cause = "other"
+            made = [move for move in moves.get(task, ()) if move[0] <= i]
+            cause = made[-1][2] if made and made[-1][1] == target else OTHER
         prev_target[task] = target
         rows.append((task, i, t, dt, method, target, first_reply.get(i), i in first_reply, reroute, cause))
     return _frame(rows, ["task_id", "i", "t", "dt", "method", "target", "responder", "answered", "reroute", "cause"],

@@ -34,10 +34,11 @@ from ..protocol import properties as P
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4, readable_correlation
 from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
+from ..protocol.routing import FALLBACK
 from ..protocol.safe_text import quoted, safe_text
 from ..protocol.streams import STREAM_SEQ, item_key, reply_ends_stream
 from ..protocol.topics import parse_topic
-from .frame import KINDS, REQUEST_KINDS, Source, load_traffic
+from .frame import KINDS, REQUEST_KINDS, Source, load_traffic, reroutes_by_task
 
 MUST, SHOULD = "MUST", "SHOULD"
 FINDING_COLUMNS = ["rule", "level", "section", "i", "explanation"]
@@ -279,7 +280,8 @@ class Context:
     correlations: dict[str, int] = field(default_factory=dict)   # Correlation Data -> first request row
     task_starts: dict[str, int] = field(default_factory=dict)    # Task.id -> its first request row
     task_targets: dict[str, Optional[str]] = field(default_factory=dict)  # Task.id -> where that request went
-    responders: dict[str, tuple[int, str]] = field(default_factory=dict)  # Task.id -> latest (row, responder id)
+    moves: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)  # Task.id -> [(row, to, cause)]: its
+    # requester's routing table replayed from the whole recording (frame.reroutes_by_task)
     unanswered: dict[str, list[tuple[int, Optional[str]]]] = field(default_factory=dict)  # Task.id -> [(row, target)]
     stream_ends: dict[int, tuple[int, Any]] = field(default_factory=dict)  # request row -> (row, publisher)
     items: dict[int, set] = field(default_factory=dict)         # request row -> item keys seen
@@ -294,9 +296,6 @@ class Context:
                 if m.i not in self.answered:
                     self.unanswered.setdefault(m.task_id, []).append((m.i, m.to_agent))
         elif m.kind == "reply":
-            responder = m.props.get(P.RESPONDER_AGENT_ID)
-            if responder is not None and m.task_id is not None:
-                self.responders[m.task_id] = (m.i, responder)
             if m.request is not None:
                 self.items.setdefault(m.request.i, set()).add(m.item_key)
                 if m.request.i not in self.stream_ends and m.ends_its_stream:
@@ -555,17 +554,22 @@ def follow_latest_responder(m: Message, ctx: Context) -> Iterator[str]:
     task, target = m.task_id, m.to_agent
     if type(m.payload) is not dict or task is None or task not in ctx.task_starts or target is None:
         return
-    latest = ctx.responders.get(task)
-    expected = latest[1] if latest is not None else ctx.task_targets[task]
+    moves = ctx.moves.get(task, [])
+    before = [move for move in moves if move[0] < m.i]
+    expected = before[-1][1] if before else ctx.task_targets[task]  # where the requester's table routes it
     if target == expected:
         return
+    fell_back = any(j == m.i and cause == FALLBACK for (j, _, cause) in moves)
     went_silent = [j for (j, agent) in ctx.unanswered.get(task, ()) if agent == expected and j < m.i]
-    if target == ctx.task_targets[task] and went_silent:
+    if fell_back and went_silent:
         return  # fallback to the card agent after the new agent went silent: allowed
-    if latest is not None:
-        yield (f"{m.method} for task {_short(task)} went to {target}, but the reply at row {latest[0]} named "
-               f"a2a-responder-agent-id={latest[1]}: requesters must honor the most recent responder id "
+    if before and before[-1][2] != FALLBACK:
+        yield (f"{m.method} for task {_short(task)} went to {target}, but the reply at row {before[-1][0]} named "
+               f"a2a-responder-agent-id={expected}: requesters must honor the most recent responder id "
                "(fall back to the card agent only after that agent stops answering)")
+    elif before:
+        yield (f"{m.method} for task {_short(task)} went to {target}, but the requester fell back to {expected} "
+               f"at row {before[-1][0]}: follow-ups belong to {expected} until a reply names a new responder")
     else:
         yield (f"{m.method} for task {_short(task)} went to {target}, but no reply named a new responder: "
                f"follow-ups belong to {expected}, where the task started")
@@ -722,7 +726,8 @@ def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
     """
     df = load_traffic(df)
     messages = messages_of(df)
-    ctx = Context(schema=schema, answered={m.request_i for m in messages if m.request_i is not None})
+    ctx = Context(schema=schema, answered={m.request_i for m in messages if m.request_i is not None},
+                  moves=reroutes_by_task(df))
     found: list[tuple] = []
     for m in messages:
         for r, kinds, check in _CHECKS:

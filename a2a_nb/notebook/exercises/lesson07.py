@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from ...protocol import routing
 from ...traffic.frame import REQUEST_KINDS, latency_view, routing_view
 from . import Feedback, not_yet, right, unanswered
 
@@ -24,7 +25,7 @@ def _fallbacks(df: pd.DataFrame, names: Mapping[str, str]) -> list[tuple[str, st
     rv = routing_view(df)  # in recorded order
     found = []
     for k, (task, cause, target) in enumerate(zip(rv["task_id"], rv["cause"], rv["target"])):
-        if cause != "fallback":
+        if cause != routing.FALLBACK:
             continue
         before = rv.iloc[:k]
         before = before[before["task_id"] == task]
