@@ -63,7 +63,7 @@ import a2a_nb
 from a2a_nb.agents import Requester
 from a2a_nb.mqtt import Session
 from a2a_nb.notebook.claims import as_described, said
-from a2a_nb.notebook.routing_view import routing_snapshot, routing_table_view
+from a2a_nb.notebook.routing_table import routing_snapshot, routing_table_view
 from a2a_nb.protocol import MqttMessage, states, topics
 from a2a_nb.protocol.retry import DEFAULT, RetryProfile
 from a2a_nb.story.cast import TicketDesk
@@ -116,6 +116,7 @@ from IPython.display import display
 
 from a2a_nb.traffic import Recorder
 from a2a_nb.traffic.charts import reroute_chart, route_hops
+from a2a_nb.traffic.frame import reroutes as recorded_reroutes
 from a2a_nb.traffic.frame import routing_view
 
 recorder = Recorder(org_filter="$a2a/v1/+/acme/support/#").start()
@@ -462,11 +463,16 @@ as_described(said("Four tasks, the four outcomes", sorted(case[r["task_id"]] for
 # a square stands for the replies an agent sent before it handed the task on (the double-handover
 # desk worked on the ticket itself first; the other desks handed over in their first reply). The
 # label under each hop is its method and, in bold, why it went there.
+#
+# The recording holds enough to work the routing table out again: `recorded_reroutes(recorder)`
+# feeds the recorded requests and replies through the same `RoutingTable` the coordinator used
+# (`protocol.routing.replay`) and finds the same reroutes, with the same causes.
 
 # %%
 recorder.wait_idle(0.3)
 recorder.stop()
 wire = routing_view(recorder)
+replayed = recorded_reroutes(recorder)
 display(reroute_chart(recorder, names=case, title="Lesson 05: where each task went, hop by hop"))
 
 # %%
@@ -478,6 +484,9 @@ as_described(
          len(wire[(wire["task_id"] == twice.task_id) & (wire["target"] == first_analyst)]), 0),
     said("the double-handover desk worked on the ticket itself first",
          sorted({case[t] for t in hops[hops["kind"] == "replied"]["task_id"] if t in case}), ["two handovers"]),
+    said("finds the same reroutes, with the same causes",
+         sorted(zip(replayed["task_id"].map(case), replayed["cause"], replayed["from"], replayed["to"])),
+         sorted((case[r["task_id"]], m["cause"], m["from"], m["to"]) for r in whole.rows for m in r["reroutes"])),
 )
 
 # %% [markdown]

@@ -18,7 +18,7 @@ from a2a_nb.notebook import RoutingSnapshot as ExportedSnapshot
 from a2a_nb.notebook import RoutingTableView as ExportedView
 from a2a_nb.notebook import routing_snapshot as exported_snapshot
 from a2a_nb.notebook import routing_table_view as exported_factory
-from a2a_nb.notebook.routing_view import RoutingSnapshot, RoutingTableView, clock, routing_snapshot, routing_table_view
+from a2a_nb.notebook.routing_table import RoutingSnapshot, RoutingTableView, clock, routing_snapshot, routing_table_view
 from a2a_nb.notebook.widgets import WIDGET_MIME
 from a2a_nb.protocol import states
 from a2a_nb.protocol.retry import RetryProfile

@@ -27,10 +27,10 @@ from typing import Any, Iterable, Optional
 
 import ipywidgets as W
 
-from ..protocol.routing import Address, RoutingTable
+from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED, Address, RoutingTable
 from .widgets import offline_note, widget_bundle
 
-CAUSE_COLOURS = {"handover": "#1e88e5", "fallback": "#fb8c00", "pool-assigned": "#8e24aa"}
+CAUSE_COLOURS = {HANDOVER: "#1e88e5", FALLBACK: "#fb8c00", POOL_ASSIGNED: "#8e24aa"}
 
 
 def clock(at: float) -> str:
@@ -223,7 +223,7 @@ class RoutingTableView:
             return
         if on and (self._thread is None or not self._thread.is_alive()):
             self._stop.clear()
-            self._thread = threading.Thread(target=self._watch, name="routing-view", daemon=True)
+            self._thread = threading.Thread(target=self._watch, name="routing-table-view", daemon=True)
             self._thread.start()
         elif not on and self._thread is not None:
             self._stop.set()
