@@ -114,9 +114,10 @@ def steps_of(source: Source) -> Steps:
     for i, task in zip(df["i"], df["task_id"]):
         if task is not None and task not in first_seen:
             first_seen[task] = int(i)
-    request_of, addressed = df["request_i"].to_numpy(), df["to_agent"].to_numpy()  # row i is the i-th row
+    rows = df["i"].to_numpy()
+    request_of, addressed = pd.Series(df["request_i"].to_numpy(), rows), pd.Series(df["to_agent"].to_numpy(), rows)
     announced = {i: (cause, addressed[request_of[i]], resp) for i, (cause, resp) in new_responders(df).items()
-                 if request_of[i] is not None}  # the text names the agent the request went to
+                 if request_of[i] in addressed.index}  # the text names the agent the request went to
     rv = routing_view(df)
     rerouted = {int(i): (cause, target) for i, cause, target, re in zip(rv["i"], rv["cause"], rv["target"],
                                                                          rv["reroute"]) if re}

@@ -509,9 +509,10 @@ def reroutes(df: Source) -> pd.DataFrame:
     ``pool-assigned`` or ``fallback``) and ``detail``.
     """
     df = load_traffic(df)
-    rows, steps = _routing_steps(df)
-    moves = [(i, t, dt, r.task_id, r.from_.label, r.to.label, r.cause, r.detail)
-             for (i, t, dt), r in zip(rows, replay(steps)) if r is not None]
+    positions, steps = _routing_steps(df)
+    i, t, dt = df["i"].to_numpy(), df["t"].to_numpy(), df["dt"].to_numpy()
+    moves = [(i[k], t[k], dt[k], r.task_id, r.from_.label, r.to.label, r.cause, r.detail)
+             for k, r in zip(positions, replay(steps)) if r is not None]
     return _frame(moves, REROUTE_COLUMNS)
 
 
@@ -532,28 +533,29 @@ def reroutes_by_task(df: Source) -> dict[str, list[tuple[int, str, str]]]:
     return moves
 
 
-def _routing_steps(df: pd.DataFrame) -> tuple[list[tuple], list[Union[Sent, Replied]]]:
+def _routing_steps(df: pd.DataFrame) -> tuple[list[int], list[Union[Sent, Replied]]]:
     """What ``replay`` reads, in recorded order: each request of a task (where it went, whether it
-    was answered) and each reply of a task that names a responder; with the ``(i, t, dt)`` of each."""
+    was answered) and each reply of a task that names a responder; with the position of each in
+    ``df`` (a part of a recording keeps its ``i``)."""
     kind = df["kind"].to_numpy()
     asked = (kind == "request") | (kind == "pool")
-    named = (kind == "reply") & df["responder_agent_id"].notna().to_numpy()
-    sub = df[df["task_id"].notna().to_numpy() & (asked | named)]
+    keep = df["task_id"].notna().to_numpy() & (asked | ((kind == "reply") & df["responder_agent_id"].notna().to_numpy()))
     answered = set(df["request_i"].dropna())
-    rows: list[tuple] = []
+    columns = [df[name].to_numpy()[keep].tolist()
+               for name in ("i", "t", "task_id", "org", "unit", "agent", "pool", "responder_agent_id")]
+    positions: list[int] = []
     steps: list[Union[Sent, Replied]] = []
-    for i, t, dt, k, task, org, unit, agent, pool, responder in zip(
-            sub["i"], sub["t"], sub["dt"], sub["kind"], sub["task_id"], sub["org"], sub["unit"], sub["agent"],
-            sub["pool"], sub["responder_agent_id"]):
-        if k == "reply":
+    for k, i, t, task, org, unit, agent, pool, responder, request in zip(
+            np.flatnonzero(keep).tolist(), *columns, asked[keep].tolist()):
+        if not request:
             steps.append(Replied(task, responder, t))
         else:
             to = _address(org, unit, agent, pool)
             if to is None:
                 continue
             steps.append(Sent(task, to, t, i in answered))
-        rows.append((i, t, dt))
-    return rows, steps
+        positions.append(k)
+    return positions, steps
 
 
 @lru_cache(maxsize=4096)

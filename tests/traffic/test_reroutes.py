@@ -88,3 +88,14 @@ def test_a_request_back_to_the_silent_agent_after_the_fallback_is_not_what_the_t
     f = check_traffic(tr.records, schema=False)
     assert list(zip(f["rule"], f["i"])) == [("follow-latest-responder", 5)]
     assert "fell back to ticket-desk at row 3" in f["explanation"].iloc[0]
+
+
+def test_a_part_of_a_recording_keeps_its_rows(frames):
+    """``scenario_frames`` cuts a recording into parts that keep their ``i``: each part replays to the
+    whole recording's reroutes of its task, at the same rows."""
+    from a2a_nb.traffic.charts import scenario_frames
+
+    whole = reroutes(frames["full"])
+    for task, piece in scenario_frames(frames["full"]):
+        part = reroutes(piece)
+        assert part.values.tolist() == whole[whole["task_id"] == task].values.tolist()
