@@ -16,6 +16,7 @@ The front door: what a lesson or a first script needs, importable from ``a2a_nb`
 ``A2AError``       an A2A JSON-RPC error (its ``code`` and ``message``)
 ``RequestTimeout`` a request no agent answered within the retry profile
 ``run_probe``      checks an agent against the profile (Core and Standard conformance)
+``as_described``   the lessons' checks: ``as_described(said("words of the text", actual, expected))``
 ``Bridge``         the HTTP+JSON binding in front of an MQTT agent (needs the ``bridge`` extra)
 ``stop_all``       stops every agent, requester and session this kernel started
 =================  =============================================================================
@@ -43,6 +44,7 @@ _EXPORTS = {
     "Session": ".mqtt.session", "SessionError": ".mqtt.session",
     "RetryProfile": ".protocol.retry", "A2AError": ".protocol.errors",
     "run_probe": ".probe.runner", "Bridge": ".bridge.server",
+    "as_described": ".notebook.claims", "said": ".notebook.claims",
 }
 __all__ = sorted([*_EXPORTS, "stop_all", "__version__"])
 
@@ -52,6 +54,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on fi
     from .agents.responder import Responder, ResponderOptions
     from .bridge.server import Bridge
     from .mqtt.session import Session, SessionError
+    from .notebook.claims import as_described, said
     from .notebook.tap import RequestTap
     from .probe.runner import run_probe
     from .protocol.errors import A2AError

@@ -70,8 +70,7 @@ print("broker URL:", endpoint.url)
 # It is the cheapest hint that nobody is listening.
 
 # %%
-from a2a_nb.mqtt import Session
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import Session, as_described, said
 from a2a_nb.protocol import MqttMessage
 
 probe = Session("acme", "support", "lesson-00-probe")
@@ -142,7 +141,7 @@ as_described(said("the four agents of the story", len(cast), 4))
 # never opens a connection per ticket.
 
 # %%
-from a2a_nb.story.cast import TicketDesk
+from a2a_nb import TicketDesk
 
 desk = TicketDesk()
 print(desk.desk)

@@ -56,10 +56,10 @@ import pandas as pd
 from IPython.display import HTML
 
 import a2a_nb
-from a2a_nb.agents import Requester, Responder
+from a2a_nb import Requester, Responder, TicketDesk
 from a2a_nb.notebook.display import mqtt_side_by_side_html, publish_bytes_html
 from a2a_nb.protocol import IdSource, MqttMessage, encode_json, ids, jsonrpc, messages, states, topics
-from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
+from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
@@ -120,7 +120,7 @@ print("user properties ", preview.user_properties or "none")
 print(json.dumps(envelope, indent=2))
 
 # %%
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import as_described, said
 
 correlation_text = preview.correlation_data.decode()
 as_described(
@@ -373,7 +373,7 @@ as_described(
 # for `CancelTask`, `SubscribeToTask` and a message continuing the task.
 
 # %%
-from a2a_nb.protocol.errors import A2AError
+from a2a_nb import A2AError
 
 stranger = Requester("stranger")
 refusals = {}

@@ -56,11 +56,11 @@ import io
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Requester, Responder
+from a2a_nb import Requester, Responder, TicketDesk
 from a2a_nb.protocol import messages, properties, states
 from a2a_nb.protocol.artifacts import ArtifactSet
 from a2a_nb.story import analysis, ticket_data
-from a2a_nb.story.cast import REPORT_ID, TicketDesk, echo_card, echo_handler
+from a2a_nb.story.cast import REPORT_ID, echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
@@ -134,7 +134,7 @@ print("correlations used: ", len(set(ev.mqtt.correlation_data for ev in stream.e
 print("duplicates dropped:", stream.duplicates)
 
 # %%
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import as_described, said
 
 as_described(
     said("Every item was a separate PUBLISH on the coordinator's reply topic",

@@ -45,46 +45,27 @@
 # ## Step 1. The agents, and a tap on the request topics
 #
 # The desk works without [handover](glossary.md#Handover) again (`handover="none"`). Next to the
-# coordinator we start a **tap**: a plain MQTT client subscribed to every request topic of
-# `acme/support`, so we can look at what the coordinator really published. It is an ordinary subscriber; the agents do not know it
-# is there (a filter starting with `$a2a/` is needed: `#` alone would not match `$` topics).
+# coordinator we start a **tap** (`RequestTap`; its code is short, in `a2a_nb/notebook/tap.py`): a plain
+# MQTT session subscribed to every request topic of `acme/support`, so we can look at what the
+# coordinator really published. It is an ordinary subscriber; the agents do not know it is there (a
+# filter starting with `$a2a/` is needed: `#` alone would not match `$` topics).
 
 # %%
-import json
 import time
 
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Requester
-from a2a_nb.mqtt import Session
-from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
-from a2a_nb.protocol.errors import A2AError
-from a2a_nb.story.cast import TicketDesk
+from a2a_nb import A2AError, RequestTap, Requester, TicketDesk
+from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
 desk = TicketDesk(handover="none", seed=4821)
 coordinator = Requester("coordinator", seed=4821)
 
-tap = Session("acme", "support", "lesson-04-tap")
-tap.subscribe("$a2a/v1/request/acme/support/#")   # no handler: messages wait in tap.inbox
-
-def tapped():
-    """The requests the tap saw since the last call, one dict each."""
-    rows = []
-    while (m := tap.receive(timeout=0.2)) is not None:
-        request = json.loads(m.payload)
-        params = request["params"]
-        message = params.get("message", {})
-        rows.append({"to": topics.parse_topic(m.topic).agent, "method": request["method"],
-                     "messageId": message.get("messageId", ""),
-                     "Task.id": message.get("taskId") or params.get("id"),
-                     "contextId": message.get("contextId", ""),
-                     "Correlation Data": m.correlation_data.decode()[:16] + "…"})
-    return rows
-
-print(tap.client_id, "listens on $a2a/v1/request/acme/support/#")
+tap = RequestTap("acme", "support", "lesson-04-tap")   # tap.take(): the requests seen since the last call
+print(tap.client_id, "listens on", tap.filter)
 
 # %% [markdown]
 # ## Step 2. The ticket without reproduction steps
@@ -124,14 +105,14 @@ late = jsonrpc.result_response("late", messages.stream_status(
     messages.status_update(stream.task_id, CONTEXT_ID, messages.task_status(states.WORKING))))
 
 before = coordinator.stats.ignored_unknown_correlation
-tap.publish(MqttMessage(coordinator.reply_topic, encode_json(late), correlation_data=old_correlation))
+tap.session.publish(MqttMessage(coordinator.reply_topic, encode_json(late), correlation_data=old_correlation))
 for _ in range(100):                      # wait (at most 1 s) for the coordinator to see it
     if coordinator.stats.ignored_unknown_correlation > before:
         break
     time.sleep(0.01)
 print("late item ignored:", coordinator.stats.ignored_unknown_correlation - before == 1)
 
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import as_described, said
 
 as_described(
     said("at input-required the requester cleans up the in-flight state", states.short_name(stream.state),
@@ -165,7 +146,7 @@ for event in answer:
 # Both requests, as the tap saw them on the broker:
 
 # %%
-m1, m2 = tapped()
+m1, m2 = tap.take()
 side = pd.DataFrame({"first message (m1)": m1, "the answer (m2)": m2})
 side["same?"] = [m1[key] == m2[key] for key in side.index]
 side

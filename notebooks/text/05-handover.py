@@ -54,19 +54,13 @@
 # request the coordinator publishes.
 
 # %%
-import json
-import time
-
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Requester
-from a2a_nb.mqtt import Session
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import RequestTap, Requester, RetryProfile, TicketDesk, as_described, said
 from a2a_nb.notebook.routing_table import routing_snapshot, routing_table_view
 from a2a_nb.protocol import MqttMessage, states, topics
-from a2a_nb.protocol.retry import DEFAULT, RetryProfile
-from a2a_nb.story.cast import TicketDesk
+from a2a_nb.protocol.retry import DEFAULT
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 90)
@@ -76,20 +70,11 @@ QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_a
                      backoff_s=(0.05, 0.1, 0.2))
 coordinator = Requester("coordinator", seed=4821, retry=QUICK)
 
-tap = Session("acme", "support", "lesson-05-tap")
-tap.subscribe("$a2a/v1/request/acme/support/#")
+tap = RequestTap("acme", "support", "lesson-05-tap")
 
 def tapped():
-    """The requests the tap saw since the last call, one dict each."""
-    rows = []
-    while (m := tap.receive(timeout=0.2)) is not None:
-        request = json.loads(m.payload)
-        params = request["params"]
-        message = params.get("message", {})
-        rows.append({"topic": m.topic, "method": request["method"], "messageId": message.get("messageId", ""),
-                     "Task.id": (message.get("taskId") or params.get("id"))[:8] + "…",
-                     "Correlation Data": m.correlation_data.hex()[:16] + "…"})
-    return pd.DataFrame(rows)
+    """The requests the tap saw since the last call, as a table."""
+    return pd.DataFrame(tap.take(), columns=["topic", "method", "messageId", "Task.id", "Correlation Data"])
 
 def reroutes(task_id):
     rows = [r for r in coordinator.routing.history_rows() if r["task_id"] == task_id]
@@ -326,7 +311,7 @@ as_described(
 # its session is closed and the desk's runtime, which lists its live agents, has dropped it.
 
 # %%
-tap.unsubscribe("$a2a/v1/request/acme/support/#")
+tap.stop_listening()
 desk.stop()
 desk = TicketDesk(handover="dies", seed=4824)
 
@@ -336,11 +321,7 @@ analyst = desk.instances[-1]
 print("the question came from:", analyst.agent, "| state:", states.short_name(doomed.state), flush=True)
 
 print(f"waiting for {analyst.agent} to disconnect ...", flush=True)
-for _ in range(300):                           # at most 3 s; it takes a few milliseconds
-    if analyst.agent not in desk.runtime.agents:
-        break
-    time.sleep(0.01)
-print(f"{analyst.agent} is gone:", analyst.agent not in desk.runtime.agents)
+print(f"{analyst.agent} is gone:", desk.wait_gone(analyst))   # at most 3 s; it takes a few milliseconds
 
 # %%
 as_described(

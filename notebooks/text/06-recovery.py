@@ -57,14 +57,10 @@ import time
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Requester, Responder
-from a2a_nb.agents.requester import RequestTimeout
-from a2a_nb.mqtt import Session
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import (A2AError, Requester, RequestTimeout, Responder, RetryProfile, Session, TicketDesk,
+                    as_described, said)
 from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
-from a2a_nb.protocol.errors import A2AError
-from a2a_nb.protocol.retry import DEFAULT, RetryProfile
-from a2a_nb.story.cast import TicketDesk
+from a2a_nb.protocol.retry import DEFAULT
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 90)
@@ -431,11 +427,7 @@ analyst = desk.instances[-1]
 print("asked by", analyst.agent, "| state:", states.short_name(question.state), flush=True)
 
 print(f"waiting for {analyst.agent} to disconnect ...", flush=True)
-for _ in range(300):                           # at most 3 s; it takes a few milliseconds
-    if analyst.agent not in desk.runtime.agents:
-        break
-    time.sleep(0.01)
-print(f"{analyst.agent} is gone:", analyst.agent not in desk.runtime.agents, flush=True)
+print(f"{analyst.agent} is gone:", desk.wait_gone(analyst), flush=True)   # at most 3 s; it takes milliseconds
 
 attempts_seen = []
 

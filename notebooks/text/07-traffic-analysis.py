@@ -70,7 +70,7 @@ from IPython.display import display
 from matplotlib.text import Text
 
 import a2a_nb
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import as_described, said
 from a2a_nb.story.scenarios import SCENARIOS
 from a2a_nb.traffic import (check_traffic, handovers, latency_chart, latency_view, load_traffic,
                             mermaid_sequence, read_records, reroute_chart, routing_view, sequence_chart,

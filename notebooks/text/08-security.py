@@ -79,19 +79,13 @@ import jwt                      # PyJWT, only to look inside a token
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Requester, Responder, ResponderOptions
+from a2a_nb import (A2AError, Discovery, Recorder, Requester, Responder, ResponderOptions, RetryProfile, Session,
+                    SessionError, as_described, said)
 from a2a_nb.agents.auth import BearerPolicy, LocalIssuer, auth_reason, required_scopes_from_card
-from a2a_nb.agents.discovery import Discovery
-from a2a_nb.mqtt import Session
 from a2a_nb.mqtt.secure import SecureBroker
-from a2a_nb.mqtt.session import SessionError
-from a2a_nb.notebook.claims import as_described, said
 from a2a_nb.protocol import IdSource, MqttMessage, cards, encode_json, errors, jsonrpc, properties, states, topics
-from a2a_nb.protocol.errors import A2AError
-from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import desk_card
 from a2a_nb.story.scenarios import TICKET_TEXT
-from a2a_nb.traffic import Recorder
 
 pd.set_option("display.max_colwidth", 100)
 QUICK = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.1,))
@@ -703,9 +697,8 @@ as_described(said("the value of a2a-authorization is replaced by [redacted] befo
 # %%
 import logging
 
-from a2a_nb.probe import run_probe
+from a2a_nb import TicketDesk, run_probe
 from a2a_nb.probe.examples import careless_agent
-from a2a_nb.story.cast import TicketDesk
 
 MARKS = {"pass": ".", "fail": "F", "not-applicable": "-", "skipped": "s"}
 

@@ -63,12 +63,8 @@ import httpx
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Requester
-from a2a_nb.bridge import Bridge
-from a2a_nb.mqtt import Session
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import Bridge, Requester, Session, TicketDesk, as_described, said
 from a2a_nb.protocol import properties, topics
-from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
