@@ -11,20 +11,28 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 from ..protocol import messages, states
 from ..protocol.ids import IdSource
 from .runtime import TaskCanceled, TaskRuntime
 
-if TYPE_CHECKING:
-    from .responder import Responder
-
 MessageLike = Union[str, dict, list, None]
 
 
+class Agent(Protocol):
+    """An agent a handler runs in, or hands its task to: its id and the task runtime it serves
+    from (a :class:`~a2a_nb.agents.responder.Responder`)."""
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def runtime(self) -> TaskRuntime: ...
+
+
 class TaskContext:
-    def __init__(self, runtime: TaskRuntime, responder: "Responder", task_id: str, message: dict, ids: IdSource):
+    def __init__(self, runtime: TaskRuntime, responder: Agent, task_id: str, message: dict, ids: IdSource):
         self.runtime = runtime
         self.responder = responder
         self.task_id = task_id
@@ -95,44 +103,61 @@ class TaskContext:
         return messages.agent_message(content, message_id=self._ids.message_id(f"{self.agent}-msg"),
                                       task_id=self.task_id, context_id=self.context_id)
 
+    def _change(self, **change: Any) -> None:
+        """One change of this task, in the task's turn: the runtime decides, its outbox sends."""
+        outbox = self.runtime.outbox
+        with outbox.turn(self.task_id):
+            outbox.send(self.runtime.update(self.task_id, **change).outgoing)
+
     def working(self, text: MessageLike = None) -> None:
-        self.runtime.update(self.task_id, state=states.WORKING, status_message=self.agent_message(text))
+        self._change(state=states.WORKING, status_message=self.agent_message(text))
 
     def artifact(self, artifact_id: str, parts: Any, *, name: Optional[str] = None, description: Optional[str] = None,
                  append: bool = False, last_chunk: bool = False, metadata: Optional[dict] = None) -> None:
         """Stream one artifact update (JSON mode): ``append`` extends, ``last_chunk`` seals it."""
         art = messages.artifact(artifact_id, parts, name=name, description=description, metadata=metadata)
         ev = messages.artifact_update(self.task_id, self.context_id, art, append=append, last_chunk=last_chunk)
-        self.runtime.update(self.task_id, artifact_event=ev)
+        self._change(artifact_event=ev)
 
     def chunk(self, artifact_id: str, data: bytes, *, content_type: Optional[str] = None, last: bool = False) -> None:
         """One binary chunk: raw bytes to requesters that asked for ``a2a-artifact-mode=binary``,
         base64 ``raw`` parts to the others (Profile: Optional MQTT Native Binary Artifact Mode)."""
         self.check_canceled()
-        self.runtime.send_binary_chunk(self.task_id, artifact_id, data, content_type, last)
+        outbox = self.runtime.outbox
+        with outbox.turn(self.task_id):
+            outbox.send(self.runtime.binary_chunk(self.task_id, artifact_id, data, content_type, last).outgoing)
 
     def ask_input(self, text: MessageLike) -> None:
-        self.runtime.update(self.task_id, state=states.INPUT_REQUIRED, status_message=self.agent_message(text))
+        self._change(state=states.INPUT_REQUIRED, status_message=self.agent_message(text))
 
     def ask_auth(self, text: MessageLike) -> None:
-        self.runtime.update(self.task_id, state=states.AUTH_REQUIRED, status_message=self.agent_message(text))
+        self._change(state=states.AUTH_REQUIRED, status_message=self.agent_message(text))
 
     def complete(self, text: MessageLike = None) -> None:
-        self.runtime.update(self.task_id, state=states.COMPLETED, status_message=self.agent_message(text))
+        self._change(state=states.COMPLETED, status_message=self.agent_message(text))
 
     def fail(self, reason: MessageLike) -> None:
-        self.runtime.update(self.task_id, state=states.FAILED, status_message=self.agent_message(reason))
+        self._change(state=states.FAILED, status_message=self.agent_message(reason))
 
     def reject(self, reason: MessageLike) -> None:
-        self.runtime.update(self.task_id, state=states.REJECTED, status_message=self.agent_message(reason))
+        self._change(state=states.REJECTED, status_message=self.agent_message(reason))
 
     def respond(self, content: MessageLike) -> None:
         """Answer with a Message (SendMessage result ``{"message": ...}``); the task completes."""
         self.response_message = self.agent_message(content)
 
-    def hand_over(self, target: "Responder") -> None:
+    def hand_over(self, target: Agent) -> None:
         """Delegate the task: from now on ``target`` (an instance sharing this runtime) answers for
-        it and its replies carry ``a2a-responder-agent-id`` (Profile: Optional Task Handover)."""
+        it and its replies carry ``a2a-responder-agent-id`` (Profile: Optional Task Handover).
+
+        What the old owner already published must reach the broker first: two client connections
+        have no common order, so without this wait the new owner's first items could overtake the
+        old owner's last ones on the requester's reply topic."""
         if target.runtime is not self.runtime:
             raise ValueError(f"{target.agent} does not share this agent's task runtime: it could not serve the task")
-        self.runtime.hand_over(self.task_id, target.agent)
+        outbox = self.runtime.outbox
+        old = self.runtime.owner_of(self.task_id)
+        if old is not None and old != target.agent:
+            outbox.wait_acked(old, 2.0)
+        with outbox.turn(self.task_id):
+            self.runtime.hand_over(self.task_id, target.agent)

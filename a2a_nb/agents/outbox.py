@@ -1,71 +1,85 @@
 """The outbox: publishes what the task runtime decided, from the right agent's connection.
 
-"Who publishes this reply" is decided here, once: the agent that answers for the task now (after a
-handover, the delegate: Profile: Optional Task Handover 2-4), else the agent the request was
-addressed to. The outbox also counts, per agent, the publishes the broker has not acknowledged yet:
-a handover waits until the old owner's last items reached the broker (two connections have no
-common order), and an agent that is about to die waits for its last replies.
+The runtime decides each message and the agent that sends it (:class:`~.reply_paths.Outgoing`);
+this is the one place its decisions become MQTT publishes (DESIGN principle 3: state decides, an
+outbox publishes). Three things are kept here, none of them a protocol rule:
+
+* the live agents sharing one runtime (a card agent and the instances it spawns), by agent id;
+* **turns**: a task's decision and the publishing of what it decided happen in one turn of that
+  task (``with outbox.turn(task_id): outbox.send(runtime.update(...).outgoing)``), so a task's
+  messages leave in the order they were decided even when two threads act on one task (a handler
+  streaming while a CancelTask or a SubscribeToTask arrives). Other tasks never wait for it, and
+  nothing is published while the runtime's own lock is held;
+* per agent, the publishes the broker has not acknowledged yet: a handover waits until the old
+  owner's last items reached the broker (two connections have no common order: Profile: Optional
+  Task Handover), and an agent that is about to die waits for its last replies.
 """
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from ..protocol.packet import MqttMessage
+from .live import LiveAgent
+from .reply_paths import Outgoing
 
 if TYPE_CHECKING:
     from ..mqtt.session import PublishResult
-    from .responder import Responder
 
 log = logging.getLogger(__name__)
 
 
 class Outbox:
-    """The agents that share one task runtime (a card agent and the instances it spawns), and the
-    one way their replies leave."""
+    """The agents that share one task runtime, and the one way their replies leave."""
 
     def __init__(self) -> None:
-        self.agents: dict[str, "Responder"] = {}
+        self.agents: dict[str, LiveAgent] = {}
         self.dropped = 0  # replies that could not be published (no live agent, a dead connection)
         self.unheard = 0  # replies the broker had nobody to deliver to (PUBACK 16)
         self._lock = threading.Lock()
+        self._turns = Turns()
         self._unacked: dict[str, int] = {}
-        self._acked = threading.Condition()
+        self._acked = threading.Condition(threading.Lock())
 
-    def register(self, responder: "Responder") -> None:
+    def register(self, agent: LiveAgent) -> None:
         with self._lock:
-            self.agents[responder.agent] = responder
+            self.agents[agent.agent] = agent
 
-    def unregister(self, responder: "Responder") -> None:
+    def unregister(self, agent: LiveAgent) -> None:
         with self._lock:
-            if self.agents.get(responder.agent) is responder:
-                del self.agents[responder.agent]
+            if self.agents.get(agent.agent) is agent:
+                del self.agents[agent.agent]
 
-    def publisher(self, owner: Optional[str], received_by: str) -> Optional["Responder"]:
-        """The agent that publishes an answer about a task owned by ``owner`` (None: no task) to a
-        request that was addressed to ``received_by``: the owner while it is live, else the addressee."""
-        agents = self.agents
-        if owner is not None and owner in agents:
-            return agents[owner]
-        return agents.get(received_by)
+    def turn(self, task_id: str) -> "Turn":
+        """``with outbox.turn(task_id):`` decide and send; one thread at a time per task."""
+        return Turn(self._turns, task_id)
 
-    def send(self, publisher: Optional["Responder"], msg: MqttMessage) -> bool:
-        """Publish ``msg`` (QoS 1) from ``publisher``'s connection; False when it could not go out
-        (the requester's timeout and fallback take over then)."""
-        if publisher is None:
+    def send(self, items: Iterable[Outgoing]) -> None:
+        """Publish each item (QoS 1) from its sender's connection, in order. An item that cannot go
+        out (no live sender, a dead connection) marks its reply path lost: the path's later items
+        are skipped, and the requester's timeout and stall recovery take over."""
+        for item in items:
+            path = item.path
+            if path is not None and path.lost:
+                continue
+            if not self._publish(item.sender, item.message) and path is not None:
+                path.lost = True
+
+    def _publish(self, sender: Optional[str], msg: MqttMessage) -> bool:
+        agent = self.agents.get(sender) if sender is not None else None
+        if agent is None or sender is None:
             self.dropped += 1
             return False
-        agent = publisher.agent
         with self._acked:
-            self._unacked[agent] = self._unacked.get(agent, 0) + 1
+            self._unacked[sender] = self._unacked.get(sender, 0) + 1
         try:
-            publisher.session.publish_then(msg, lambda result: self._on_ack(agent, result))
+            agent.session.publish_then(msg, lambda result: self._on_ack(sender, result))
             return True
         except Exception as exc:  # a dead instance
-            self._on_ack(agent, None)
+            self._on_ack(sender, None)
             self.dropped += 1
-            log.warning("%s could not publish on %s: %s", agent, msg.topic, exc)
+            log.warning("%s could not publish on %s: %s", sender, msg.topic, exc)
             return False
 
     def _on_ack(self, agent: str, result: Optional["PublishResult"]) -> None:
@@ -80,3 +94,45 @@ class Outbox:
         """Wait until the broker acknowledged everything ``agent`` published; False on timeout."""
         with self._acked:
             return self._acked.wait_for(lambda: self._unacked.get(agent, 0) == 0, timeout)
+
+
+class Turns:
+    """One lock per task that a thread is acting on right now; a task nobody acts on holds none."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, list] = {}  # task id -> [its lock, threads holding or waiting for it]
+
+    def enter(self, task_id: str) -> None:
+        with self._lock:
+            slot = self._held.get(task_id)
+            if slot is None:
+                slot = self._held[task_id] = [threading.Lock(), 0]
+            slot[1] += 1
+        slot[0].acquire()
+
+    def leave(self, task_id: str) -> None:
+        with self._lock:
+            slot = self._held[task_id]
+            slot[1] -= 1
+            if slot[1] == 0:
+                del self._held[task_id]
+        slot[0].release()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+class Turn:
+    """``with`` block of one task's turn (see :meth:`Outbox.turn`)."""
+
+    __slots__ = ("_turns", "_task_id")
+
+    def __init__(self, turns: Turns, task_id: str) -> None:
+        self._turns, self._task_id = turns, task_id
+
+    def __enter__(self) -> None:
+        self._turns.enter(self._task_id)
+
+    def __exit__(self, *exc: object) -> None:
+        self._turns.leave(self._task_id)

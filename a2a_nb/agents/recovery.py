@@ -40,6 +40,7 @@ def fail_orphaned_tasks(runtime: TaskRuntime, owners: Optional[Iterable[str]] = 
             continue
         note = messages.agent_message(reason, message_id=ids.message_id(f"{rec.owner}-restart"), task_id=task_id,
                                       context_id=rec.task.get("contextId"))
-        runtime.update(task_id, state=states.FAILED, status_message=note, force=True)
+        with runtime.outbox.turn(task_id):
+            runtime.outbox.send(runtime.update(task_id, state=states.FAILED, status_message=note, force=True).outgoing)
         failed.append(task_id)
     return failed

@@ -25,7 +25,8 @@ from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
 from .auth import BearerPolicy
 from .context import TaskContext
-from .runtime import BLOCKING, STREAM, Listener, TaskCanceled, TaskRuntime, trim_history
+from .reply_paths import BLOCKING, STREAM, Listener
+from .runtime import TaskCanceled, TaskRuntime, trim_history
 
 log = logging.getLogger(__name__)
 
@@ -460,27 +461,26 @@ class Responder:
         topic, correlation = _reply_path(msg)
         return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length)
 
-    def _task_of(self, task_id: str, caller: str):
-        """The stored task, or None when it does not exist *for this caller* (someone else's task)."""
-        rec = self.runtime.get(task_id)
-        return rec if rec is not None and inbound.visible_to(rec.requester, caller) else None
-
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        """One checked request: the runtime decides, in the task's turn; its outbox sends."""
         m, p = v.method, v.params
+        outbox = self.runtime.outbox
         if m in (jsonrpc.SEND_MESSAGE, jsonrpc.SEND_STREAMING_MESSAGE):
             self._send_message(msg, v, pooled, caller, stream=m == jsonrpc.SEND_STREAMING_MESSAGE)
         elif m == jsonrpc.GET_TASK:
-            rec = self._task_of(p["id"], caller)
-            inbound.check_get(rec.task if rec else None, p["id"])
-            self._reply_result(msg, v, rec, trim_history(rec.task, p.get("historyLength")), pooled)
+            rec = self.runtime.task_for(p["id"], caller)
+            task = inbound.check_get(rec.task if rec else None, p["id"])
+            self._reply_result(msg, v, rec, trim_history(task, p.get("historyLength")), pooled)
         elif m == jsonrpc.CANCEL_TASK:
-            self._cancel(msg, v, pooled, caller)
+            with outbox.turn(p["id"]):
+                canceled = self.runtime.cancel(p["id"], caller)
+                outbox.send(canceled.outgoing)
+            self._reply_result(msg, v, canceled.record, canceled.record.task, pooled)
         elif m == jsonrpc.LIST_TASKS:
             self._list(msg, v, pooled, caller)
         elif m == jsonrpc.SUBSCRIBE_TO_TASK:
-            rec = self._task_of(p["id"], caller)
-            inbound.check_subscribe(rec.task if rec else None, p["id"])
-            self.runtime.add_listener(p["id"], self._listener(msg, v, STREAM, pooled), snapshot=True)
+            with outbox.turn(p["id"]):
+                outbox.send(self.runtime.subscribe(p["id"], caller, self._listener(msg, v, STREAM, pooled)))
         elif m == jsonrpc.GET_EXTENDED_AGENT_CARD:
             raise errors.extended_agent_card_not_configured()
         else:  # push notification config methods
@@ -490,33 +490,17 @@ class Responder:
         message = v.params["message"]
         config = v.params.get("configuration") or {}
         task_id = message["taskId"]
-        kind = STREAM if stream else BLOCKING
-        listener = self._listener(msg, v, kind, pooled, config.get("historyLength"))
-        with self.runtime.lock:
-            rec = self.runtime.get(task_id)
-            if rec is not None and not inbound.visible_to(rec.requester, caller):
-                raise errors.task_not_found(task_id)  # someone else's Task.id: not theirs to continue
-            what = inbound.classify_send(rec.task if rec else None, message)
-            if what == inbound.SEND_NEW:
-                admit = self.options.admit
-                refused = admit(message) if admit is not None else None
-                if refused is not None:
-                    raise refused
-                ctx_id = message.get("contextId") or self.ids.context_id()
-                rec = self.runtime.create(message, self.agent, ctx_id, requester=caller)
-            elif what == inbound.SEND_CONTINUE:
-                rec = self.runtime.update(task_id, state=states.WORKING, append_history=message)
-        if what == inbound.SEND_DUPLICATE:
-            self.runtime.add_listener(task_id, listener, snapshot=stream)
-            return
-        immediate = bool(config.get("returnImmediately")) and not stream
-        if immediate and rec is not None:
-            self._reply_result(msg, v, rec, messages.send_message_result(rec.task), pooled)
-        else:
-            self.runtime.add_listener(task_id, listener, snapshot=stream, lazy=True)
-        self._execute(task_id, message, listener if not immediate else None)
+        listener = self._listener(msg, v, STREAM if stream else BLOCKING, pooled, config.get("historyLength"))
+        outbox = self.runtime.outbox
+        with outbox.turn(task_id):
+            got = self.runtime.receive(message, caller, listener, new_context_id=self.ids.context_id,
+                                       immediate=bool(config.get("returnImmediately")) and not stream,
+                                       admit=self.options.admit)
+            outbox.send(got.outgoing)
+        if got.what != inbound.SEND_DUPLICATE:
+            self._execute(task_id, message)
 
-    def _execute(self, task_id: str, message: dict, listener: Optional[Listener]) -> None:
+    def _execute(self, task_id: str, message: dict) -> None:
         """Run the handler for one message of a task; its outcome always leaves a known state."""
         self.stats.executions += 1
         ctx = TaskContext(self.runtime, self, task_id, message, self.ids)
@@ -524,7 +508,9 @@ class Responder:
             result = self.handler(ctx)
             state = ctx.state
             if ctx.response_message is not None and states.is_active(state):
-                self.runtime.complete_with_message(task_id, ctx.response_message)
+                outbox = self.runtime.outbox
+                with outbox.turn(task_id):
+                    outbox.send(self.runtime.complete_with_message(task_id, ctx.response_message).outgoing)
             elif states.is_active(state):
                 ctx.complete(result if isinstance(result, (str, dict, list)) else None)
         except TaskCanceled:
@@ -536,14 +522,6 @@ class Responder:
                 ctx.fail(f"the agent's handler failed: {type(exc).__name__}: {exc}")
             except Exception:
                 log.exception("%s: could not mark task %s failed", self.agent, task_id)
-
-    def _cancel(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
-        task_id = v.params["id"]
-        with self.runtime.lock:
-            rec = self._task_of(task_id, caller)
-            inbound.check_cancel(rec.task if rec else None, task_id)
-            rec = self.runtime.cancel(task_id)
-        self._reply_result(msg, v, rec, rec.task, pooled)
 
     def _list(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
         """ListTasks: only the caller's own tasks."""
@@ -563,13 +541,15 @@ class Responder:
         result = messages.list_tasks_result(tasks, next_page_token=nxt, page_size=size, total_size=len(records))
         self._reply_result(msg, v, None, result, pooled)
 
-    # -- replies (the runtime's outbox decides who publishes) --------------------------------------------
+    # -- replies (the runtime decides who sends, the outbox publishes) ---------------------------------
     def _reply_result(self, msg: MqttMessage, v: inbound.Accepted, rec, result, pooled: bool) -> None:
-        self.runtime.reply(rec, self.agent, pooled, *_reply_path(msg), jsonrpc.result_response(v.request_id, result))
+        self.runtime.outbox.send([self.runtime.reply(rec, self.agent, pooled, *_reply_path(msg),
+                                                     jsonrpc.result_response(v.request_id, result))])
 
     def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
         self.stats.errors += 1
-        self.runtime.reply(None, self.agent, pooled, *_reply_path(msg), jsonrpc.error_response(request_id, err))
+        self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
+                                                     jsonrpc.error_response(request_id, err))])
 
 
 def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:

@@ -365,7 +365,7 @@ class TicketDesk:
                     ctx.hand_over(self._analyst_in(second))
             if plan == "dies" and name == "asked-input":
                 owner = self.runtime.agents.get(ctx.agent)
-                if owner is not None and owner is not self.desk:
+                if isinstance(owner, Responder) and owner is not self.desk:
                     self.killed.append(owner.agent)
                     owner.die_after_replies()
 
