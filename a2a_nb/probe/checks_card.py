@@ -15,7 +15,7 @@ from ..protocol.safe_text import quoted
 from ..traffic.lint import SHOULD, validate_payload
 from .client import short_bytes
 from .rules import Outcome, check, failed, not_applicable, passed
-from .runner import ProbeRun, Sent
+from .probe_run import ProbeRun, Sent
 
 
 def _subscribed(run: ProbeRun) -> str:

@@ -13,7 +13,7 @@ from ..protocol.ids import IDENTIFIER_RE
 from ..protocol.safe_text import quoted
 from .checks_tasks import NO_STREAMING
 from .rules import EXTENDED, Outcome, check, failed, not_applicable, passed
-from .runner import ANSWER_TEXT, ProbeRun
+from .probe_run import ANSWER_TEXT, ProbeRun
 
 
 def pool_of(run: ProbeRun) -> Optional[str]:

@@ -18,7 +18,7 @@ from .checks_card import expect_correlation
 from .checks_tasks import expect_error
 from .client import Exchange, json_of, short_bytes
 from .rules import MUST, Outcome, check, failed, not_applicable, passed
-from .runner import ProbeRun
+from .probe_run import ProbeRun
 
 ERROR_MAPPING = "Mandatory Binding-Specific Error Mapping (JSON-RPC over MQTT) 1-3"
 

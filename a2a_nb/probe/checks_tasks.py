@@ -21,7 +21,7 @@ from ..traffic.lint import SHOULD, validate_payload
 from .checks_card import SILENT
 from .client import FINAL, Exchange, no_end
 from .rules import MUST, Outcome, check, failed, not_applicable, passed
-from .runner import ANSWER_TEXT, ProbeRun, Sent, state_in, task_in
+from .probe_run import ANSWER_TEXT, ProbeRun, Sent, state_in, task_in
 
 A2A_METHODS = "A2A v1.0 method semantics and error codes (Mandatory Binding-Specific Error Mapping 3)"
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ..traffic.lint import MUST, RULES as LINT_RULES, SHOULD
 
 if TYPE_CHECKING:
-    from .runner import ProbeRun
+    from .probe_run import ProbeRun
 
 CORE, EXTENDED = "Core", "Extended"
 PASS, FAIL, NOT_APPLICABLE, SKIPPED = "pass", "fail", "not-applicable", "skipped"
