@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Optional
 
-from .commands import agents, bridge, broker, probe, traffic
+from .commands import bridge, broker, probe, roles, traffic
 from .commands.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError, broker_lost,
                               command_broker_url)
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (broker, agents, traffic, bridge, probe):
+    for group in (broker, roles, traffic, bridge, probe):
         group.register(sub)
     for command in sub.choices.values():
         command.set_defaults(command_parser=command)  # its own usage for its own mistakes (parse_args)

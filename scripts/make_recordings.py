@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "data" / "recordings"
-FIRST_SEED = 4821  # as commands.agents.cmd_story: enumerate(names, start=4821)
+FIRST_SEED = 4821  # as commands.roles.cmd_story: enumerate(names, start=4821)
 FULL = "full"
 
 

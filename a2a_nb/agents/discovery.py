@@ -6,9 +6,10 @@ retained message replaces, an empty retained message unregisters), Presence Subs
 with ``a2a-status-source=broker`` is preferred over the agent's own).
 
 A card is a peer's data: any program that may publish on the discovery topics can put anything
-there. Every payload becomes an entry (an empty one unregisters): one that is no usable JSON
-(``cards.parse_card``: above 64 KiB, nested deeper than 64 levels, not UTF-8 JSON) keeps ``error``
-and an empty card, and ``problems`` lists what ``cards.check_card`` finds wrong with any other.
+there. Every payload becomes an entry (an empty one unregisters; ``cards.read_card_message`` reads
+each message): one that is no usable JSON (``cards.parse_card``: above 64 KiB, nested deeper than 64
+levels, not UTF-8 JSON) keeps ``error`` and an empty card, and ``problems`` lists what
+``card_schema.card_problems`` finds wrong with any other.
 ``find`` selects among valid cards only; the views show every entry and mark the invalid ones
 ("card not valid: skills must be a non-empty list"). At most ``MAX_AGENTS`` (1,000) agents are
 kept; the cards of more are left out and noted in ``invalid``.
@@ -24,7 +25,7 @@ from typing import Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
-from ..protocol import cards, properties, topics
+from ..protocol import card_schema, cards, properties, topics
 from ..protocol.packet import MqttMessage
 
 
@@ -47,8 +48,9 @@ class AgentEntry:
 
     @cached_property
     def problems(self) -> list[str]:
-        """What is wrong with the card (``cards.check_card``, or why it is no card); ``[]`` when valid."""
-        return [self.error] if self.error else cards.check_card(self.card)
+        """What is wrong with the card (``card_schema.card_problems``, or why it is no card); ``[]``
+        when valid."""
+        return [self.error] if self.error else card_schema.card_problems(self.card)
 
     @property
     def valid(self) -> bool:
@@ -76,17 +78,6 @@ MAX_HISTORY = 100
 """Presence changes kept per agent (``AgentEntry.history``, the latest)."""
 
 
-def _card_of(payload: bytes) -> tuple[dict, Optional[str]]:
-    """(card, None), or ({}, why the payload is no card object) (``cards.parse_card``)."""
-    try:
-        card = cards.parse_card(payload)
-    except ValueError as exc:
-        return {}, str(exc)
-    if not isinstance(card, dict):
-        return {}, f"card is a JSON {type(card).__name__}, not an object"
-    return card, None
-
-
 def _skills(card: dict) -> list[dict]:
     skills = card.get("skills")
     return [s for s in skills if isinstance(s, dict)] if isinstance(skills, list) else []
@@ -102,11 +93,10 @@ def skill_tags(card: dict) -> set[str]:
     return {t for s in _skills(card) if isinstance(s.get("tags"), list) for t in s["tags"] if isinstance(t, str)}
 
 
-def presence_of(msg: MqttMessage, previous: Optional[AgentEntry]) -> tuple[Optional[str], Optional[str]]:
+def presence_of(read: cards.CardMessage, previous: Optional[AgentEntry]) -> tuple[Optional[str], Optional[str]]:
     """Status and source of a card message; broker-managed status wins while the broker keeps
     sending it (Profile: Optional Broker-Managed Status 4)."""
-    status = msg.user_property(properties.STATUS)
-    source = msg.user_property(properties.STATUS_SOURCE)
+    status, source = read.status, read.status_source
     if previous is not None and previous.status_source == properties.SOURCE_BROKER and source != properties.SOURCE_BROKER:
         return previous.status, previous.status_source
     return status, source
@@ -133,12 +123,12 @@ class Discovery:
         self.session.subscribe(topics.discovery_filter(org, unit), handler=self._on_card)
 
     def _on_card(self, msg: MqttMessage) -> None:
-        info = topics.parse_topic(msg.topic)
-        if info is None or info.kind != "discovery" or info.agent is None:
+        read = cards.read_card_message(msg.topic, msg.payload, msg.user_properties)
+        if read is None:
             return
-        key = info.agent
+        key = read.agent
         with self._cond:
-            if not msg.payload:  # retained-delete: unregistered
+            if not read.registered:  # retained-delete: unregistered
                 removed = self.entries.pop(key, None)
                 self._cond.notify_all()
                 entry = None
@@ -149,12 +139,12 @@ class Discovery:
                 if prev is None and len(self.entries) >= MAX_AGENTS:
                     self.invalid.append((msg.topic, f"not kept: this discovery already holds {MAX_AGENTS} agents"))
                     return
-                card, error = _card_of(msg.payload)
-                if error is not None:
-                    self.invalid.append((msg.topic, error))
-                status, source = presence_of(msg, prev)
-                entry = AgentEntry(key, info.org, info.unit, card, status, source, msg.received_at or time.time(),
-                                   msg.retain, list(prev.history)[-MAX_HISTORY + 1:] if prev else [], error)
+                if read.error is not None:
+                    self.invalid.append((msg.topic, read.error))
+                status, source = presence_of(read, prev)
+                entry = AgentEntry(key, read.org, read.unit, read.card or {}, status, source,
+                                   msg.received_at or time.time(), msg.retain,
+                                   list(prev.history)[-MAX_HISTORY + 1:] if prev else [], read.error)
                 entry.history.append((entry.updated_at, status, source))
                 self.entries[key] = entry
                 self._cond.notify_all()

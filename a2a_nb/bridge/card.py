@@ -62,18 +62,16 @@ class CardWatch:
         session.subscribe(self.topic, handler=self._on_card)
 
     def _on_card(self, msg: MqttMessage) -> None:
-        if not msg.payload:
+        read = cards.read_card_message(msg.topic, msg.payload, msg.user_properties)  # a peer's bytes, bounded
+        if read is None:
+            return
+        if not read.registered:
             self._card = None
             return
-        try:
-            card = cards.parse_card(msg.payload)  # a peer's bytes: within 64 KiB and 64 levels
-        except ValueError as exc:
-            log.warning("ignored a card on %s: %s", self.topic, exc)
+        if read.card is None:
+            log.warning("ignored a card on %s: %s", self.topic, read.error)
             return
-        if not isinstance(card, dict):
-            log.warning("ignored a card on %s that is not a JSON object", self.topic)
-            return
-        self._card = card
+        self._card = read.card
         self._seen.set()
         if self.on_card is not None:
             self.on_card()

@@ -10,9 +10,11 @@ import functools
 from typing import Callable, Optional
 
 from ..protocol import cards, jsonrpc, properties, topics
+from ..protocol.card_schema import card_problems
 from ..protocol.messages import task_ids_of
 from ..protocol.safe_text import quoted
-from ..traffic.lint import SHOULD, validate_payload
+from ..protocol.sdk_schema import validate_payload
+from ..traffic.lint import SHOULD
 from .client import short_bytes
 from .rules import Outcome, check, failed, not_applicable, passed
 from .probe_run import ProbeRun, Sent
@@ -59,10 +61,7 @@ def card_status(run: ProbeRun) -> Outcome:
 
 @check("card-schema", "card-schema", "the card is a valid A2A v1.0 AgentCard (checked with a2a-sdk)")
 def card_schema(run: ProbeRun) -> Outcome:
-    problems = cards.check_card(run.card)
-    sdk = validate_payload("AgentCard", run.card)
-    if sdk:
-        problems.append(sdk)
+    problems = card_problems(run.card, sdk=True)
     if not problems:
         return passed(_subscribed(run),
                       f"card {quoted(run.card.get('name'))}, {_count(run.card.get('skills'))} skill(s)")

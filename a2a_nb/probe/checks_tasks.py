@@ -17,7 +17,8 @@ from ..protocol.messages import task_ids_of
 from ..protocol.routing import HANDOVER
 from ..protocol.safe_text import quoted
 from ..protocol.streams import reply_ends_stream
-from ..traffic.lint import SHOULD, validate_payload
+from ..protocol.sdk_schema import validate_payload
+from ..traffic.lint import SHOULD
 from .checks_card import SILENT
 from .client import FINAL, Exchange, no_end
 from .rules import MUST, Outcome, check, failed, not_applicable, passed

@@ -54,7 +54,7 @@ class ProbeError(RuntimeError):
 def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMessage]:
     """The agent's retained card (and the message it came in), or ``ProbeError`` naming the agents
     whose cards are there (Profile: Discovery Subscriber Behavior 1-2). The card is read with
-    ``cards.parse_card`` (64 KiB, 64 levels of nesting); other agents' cards are only counted."""
+    ``cards.read_card_message`` (64 KiB, 64 levels of nesting); other agents' cards are only counted."""
     found: list[MqttMessage] = []
     others: set[str] = set()
     own = topics.discovery_topic(client.org, client.unit, agent)
@@ -81,15 +81,13 @@ def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMe
         raise ProbeError(f"no card for {agent} in {client.org}/{client.unit}; known agents: {known}",
                          "is the agent served (`python -m a2a_nb serve ...`) on this broker, with these --org/--unit?")
     msg = found[0]
-    try:
-        card = cards.parse_card(msg.payload)
-    except ValueError as exc:
-        raise ProbeError(f"the card on {own} is no card: {safe_text(exc, 120)}",
-                         "publish a valid A2A v1.0 AgentCard, retained (see Agent Card Requirements)") from None
-    if not isinstance(card, dict):
-        raise ProbeError(f"the card on {own} is not a JSON object", "publish a valid A2A v1.0 AgentCard, retained")
+    read = cards.read_card_message(msg.topic, msg.payload, msg.user_properties)
+    if read is None or read.card is None:
+        why = read.error if read is not None else "not on a discovery topic"
+        raise ProbeError(f"the card on {own} is no card: {safe_text(why, 120)}",
+                         "publish a valid A2A v1.0 AgentCard, retained (see Agent Card Requirements)")
     client.keep(msg)
-    return card, msg
+    return read.card, msg
 
 
 def run_probe(agent: str, *, org: str = "acme", unit: str = "support",

@@ -1,61 +1,35 @@
-"""A2A v1.0 Agent Cards for MQTT agents: building, checking, selecting.
+"""A2A v1.0 Agent Cards for MQTT agents: building, reading, selecting.
 
-Profile: Discovery Interoperability 3 (choose the MQTT entry of ``supportedInterfaces``),
-Agent Card Requirements, OAuth 2.0 and OIDC over MQTT User Properties (scopes in the card).
+Profile: Agent Card Requirements, Discovery Subscriber Behavior (reading a card message),
+Discovery Interoperability 3 (the MQTT entry of ``supportedInterfaces``), OAuth 2.0 and OIDC over
+MQTT User Properties (scopes in the card).
 
-The card names the agent's MQTT request topic in its ``supportedInterfaces`` entry. The profile
-does not fix a ``protocolBinding`` URI for MQTT, so the kit uses ``MQTT_BINDING`` (the profile's
-published location, versioned) and also recognises the informal spellings other implementations
-use (``"MQTT5+JSONRPC"``, ``"MQTTv5+JSONRPCv2"``): see ``is_mqtt_binding``.
+The card names the agent's MQTT request topic in its ``supportedInterfaces`` entry
+(``card_interface``: ``mqtt_interface`` writes it, ``request_topic_of`` finds it, ``MQTT_BINDING``
+and ``is_mqtt_binding`` name it; this module offers them too, as the card's own vocabulary).
+Whether a card is valid is said in one place, ``card_schema`` (``card_problems``).
 """
 from __future__ import annotations
 
-from types import MappingProxyType
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional, Union
-from urllib.parse import unquote, urlsplit
 
-from . import topics
+from . import properties, topics
 from .bounded_json import MAX_DEPTH, loads_bounded
-from .safe_text import quoted, safe_text
+from .card_interface import MQTT_BINDING, PROTOCOL_VERSION, is_mqtt_binding, mqtt_interface, request_topic_of
+from .card_schema import card_problems
+from .properties import UserProperties
 
-MQTT_BINDING = "https://github.com/emqx/mqtt-for-ai/tree/main/a2a-over-mqtt/specification/0.1"
-"""``protocolBinding`` URI of the A2A over MQTT profile v0.1 (where the profile is published)."""
-PROTOCOL_VERSION = "1.0"
-"""A2A protocol version this kit speaks (``AgentInterface.protocolVersion``)."""
+__all__ = [
+    "MQTT_BINDING", "PROTOCOL_VERSION", "DEFAULT_MODES", "MAX_CARD_BYTES", "is_mqtt_binding", "mqtt_interface",
+    "request_topic_of", "bearer_scheme", "oauth2_scheme", "openid_connect_scheme", "requirement", "skill",
+    "provider", "agent_card", "parse_card", "CardMessage", "read_card_message", "card_matches",
+]
+
 DEFAULT_MODES = ("text/plain", "application/json")
-
-CARD_FIELDS = frozenset(
-    {
-        "name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
-        "capabilities", "securitySchemes", "securityRequirements", "defaultInputModes",
-        "defaultOutputModes", "skills", "signatures", "iconUrl",
-    }
-)
-_V03_HINTS = MappingProxyType({
-    "url": "v0.3 field; v1.0 puts endpoints in supportedInterfaces[].url",
-    "preferredTransport": "v0.3 field; v1.0 uses supportedInterfaces[].protocolBinding",
-    "additionalInterfaces": "v0.3 field; v1.0 uses supportedInterfaces",
-    "protocolVersion": "v0.3 field; v1.0 puts it in supportedInterfaces[].protocolVersion",
-    "security": "v0.3 name; v1.0 uses securityRequirements",
-    "supportsAuthenticatedExtendedCard": "v0.3 field; v1.0 uses capabilities.extendedAgentCard",
-})
-SCHEME_KINDS = frozenset(
-    {
-        "apiKeySecurityScheme", "httpAuthSecurityScheme", "oauth2SecurityScheme",
-        "openIdConnectSecurityScheme", "mtlsSecurityScheme",
-    }
-)
-CAPABILITY_FIELDS = ("streaming", "pushNotifications", "extendedAgentCard")
 MAX_CARD_BYTES = 64 * 1024
 """Largest Agent Card payload read from a peer (the kit's cards are 1-3 kB; ``parse_card``)."""
-
-
-def is_mqtt_binding(binding: object) -> bool:
-    """True for ``MQTT_BINDING`` and the informal ``MQTT...`` binding names seen in the wild."""
-    return isinstance(binding, str) and (
-        binding == MQTT_BINDING or binding.upper().startswith("MQTT")
-    )
 
 
 def _strs(values: Optional[Iterable[str]], what: str, required: bool = False) -> Optional[list[str]]:
@@ -162,18 +136,6 @@ def provider(organization: str, url: str) -> dict[str, Any]:
     return {"organization": _text(organization, "organization"), "url": _text(url, "provider url")}
 
 
-def mqtt_interface(org: str, unit: str, agent: str, broker_url: Optional[str] = None) -> dict[str, Any]:
-    """The ``supportedInterfaces`` entry for an agent's MQTT request topic.
-
-    ``url`` is the request topic (``$a2a/v1/request/{org}/{unit}/{agent}``); with ``broker_url``
-    (``mqtt://host:port``) it becomes ``mqtt://host:port/$a2a/v1/request/...``. The card is found on
-    the broker it names, so the bare topic is the default.
-    """
-    topic = topics.request_topic(org, unit, agent)
-    url = topic if broker_url is None else f"{broker_url.rstrip('/')}/{topic}"
-    return {"url": url, "protocolBinding": MQTT_BINDING, "protocolVersion": PROTOCOL_VERSION}
-
-
 def agent_card(name: str, description: str, version: str, org: str, unit: str, agent: str,
                skills: Sequence[Mapping[str, Any]], streaming: bool = True,
                push_notifications: bool = False, provider: Optional[Mapping[str, str]] = None,
@@ -186,7 +148,8 @@ def agent_card(name: str, description: str, version: str, org: str, unit: str, a
     """A v1.0 AgentCard whose only interface is the agent's MQTT request topic.
 
     Published retained at ``$a2a/v1/discovery/{org}/{unit}/{agent}`` (Profile: Discovery Topic).
-    Raises ``ValueError`` when ``check_card`` finds problems, so a bad card never leaves the cell.
+    Raises ``ValueError`` when ``card_schema.card_problems`` finds problems, so a bad card never
+    leaves the cell.
     """
     card: dict[str, Any] = {
         "name": _text(name, "name"),
@@ -212,7 +175,7 @@ def agent_card(name: str, description: str, version: str, org: str, unit: str, a
     card["skills"] = [dict(s) for s in skills]
     if icon_url:
         card["iconUrl"] = icon_url
-    problems = check_card(card)
+    problems = card_problems(card)
     if problems:
         raise ValueError("invalid agent card:\n  - " + "\n  - ".join(problems))
     return card
@@ -223,141 +186,63 @@ def agent_card(name: str, description: str, version: str, org: str, unit: str, a
 def parse_card(payload: Union[bytes, str]) -> Any:
     """A card payload from a peer, parsed within bounds: at most ``MAX_CARD_BYTES`` (64 KiB) and
     ``MAX_DEPTH`` (64) levels of nesting (``bounded_json``). Raises ``ValueError`` saying why it is
-    no card ("card is not usable JSON: nested more than 64 levels deep"); ``check_card`` then says what a parsed card lacks."""
+    no card ("card is not usable JSON: nested more than 64 levels deep"); ``card_schema.card_problems``
+    then says what a parsed card lacks."""
     try:
         return loads_bounded(payload, max_bytes=MAX_CARD_BYTES, max_depth=MAX_DEPTH)
     except ValueError as exc:
         raise ValueError(f"card is not usable JSON: {exc}") from None
 
 
-# --- checking -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CardMessage:
+    """What one message on an agent's discovery topic says.
 
-def _shown(value: Any, quote: bool = True) -> str:
-    """A card's value in a problem: its ``repr`` (or the text itself), escaped and cut to 60
-    characters (``safe_text``)."""
-    return quoted(value) if quote else safe_text(value, 60)
-
-
-def _check_str(problems: list[str], obj: Mapping[str, Any], key: str, where: str) -> None:
-    if key not in obj:
-        problems.append(f"{where}.{key} is missing (required)")
-    elif not isinstance(obj[key], str) or not obj[key].strip():
-        problems.append(f"{where}.{key} must be a non-empty string, got {_shown(obj[key])}")
-
-
-def _check_str_list(problems: list[str], obj: Mapping[str, Any], key: str, where: str,
-                    required: bool) -> None:
-    if key not in obj:
-        if required:
-            problems.append(f"{where}.{key} is missing (required)")
-        return
-    v = obj[key]
-    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
-        problems.append(f"{where}.{key} must be a list of non-empty strings, got {_shown(v)}")
-    elif required and not v:
-        problems.append(f"{where}.{key} must not be empty")
-
-
-def check_card(card: Any, require_mqtt: bool = False) -> list[str]:
-    """Human-readable problems with an Agent Card (v1.0 shape); ``[]`` means it looks valid.
-
-    Checks required fields (also inside skills and interfaces), types, empty lists, v0.3
-    leftovers, security requirements naming undeclared schemes, and with ``require_mqtt`` that an
-    MQTT interface naming a request topic exists. Profile: Agent Card Requirements 1.
+    ``registered`` is False for an empty payload: the agent unregistered (then there is no card).
+    Otherwise ``card`` is the card object, or None with ``error`` saying why the payload is no card
+    (``parse_card``'s reason, or "card is a JSON list, not an object"). ``status`` and
+    ``status_source`` are the message's ``a2a-status`` and ``a2a-status-source`` (None when absent).
     """
-    if not isinstance(card, Mapping):
-        return [f"an agent card must be a JSON object, got {type(card).__name__}"]
-    p: list[str] = []
-    for key in ("name", "description", "version"):
-        _check_str(p, card, key, "card")
-    for key in sorted(set(card) - CARD_FIELDS):
-        hint = _V03_HINTS.get(key, "not an A2A v1.0 AgentCard field")
-        p.append(f"card.{_shown(key, quote=False)}: unknown field ({hint})")
 
-    ifaces = card.get("supportedInterfaces")
-    if ifaces is None:
-        p.append("card.supportedInterfaces is missing (required)")
-    elif not isinstance(ifaces, list) or not ifaces:
-        p.append("card.supportedInterfaces must be a non-empty list")
+    org: str
+    unit: str
+    agent: str
+    registered: bool
+    card: Optional[dict[str, Any]] = None
+    error: Optional[str] = None
+    status: Optional[str] = None
+    status_source: Optional[str] = None
+
+
+def read_card_message(topic: str, payload: Union[bytes, str],
+                      user_properties: UserProperties = ()) -> Optional[CardMessage]:
+    """Read a message from ``$a2a/v1/discovery/{org}/{unit}/{agent}``; None when ``topic`` is no
+    agent's discovery topic (another kind, or malformed).
+
+    Profile: Discovery Subscriber Behavior 2-4 (a retained card is the current registration, a later
+    one replaces it, an empty one unregisters), Presence and Liveness 1 (``a2a-status``,
+    ``a2a-status-source``; advisory). The payload is a peer's bytes, parsed within bounds
+    (``parse_card``); whether the card is valid is ``card_schema.card_problems``' business.
+    """
+    try:
+        info = topics.parse_topic(topic)
+    except ValueError:
+        return None
+    if info is None or info.kind != "discovery" or info.agent is None:
+        return None
+    if not payload:
+        return CardMessage(info.org, info.unit, info.agent, registered=False)
+    status = properties.get(user_properties, properties.STATUS)
+    source = properties.get(user_properties, properties.STATUS_SOURCE)
+    card: Optional[dict[str, Any]] = None
+    try:
+        parsed = parse_card(payload)
+    except ValueError as exc:
+        error: Optional[str] = str(exc)
     else:
-        for i, itf in enumerate(ifaces):
-            where = f"card.supportedInterfaces[{i}]"
-            if not isinstance(itf, Mapping):
-                p.append(f"{where} must be an object")
-                continue
-            for key in ("url", "protocolBinding", "protocolVersion"):
-                _check_str(p, itf, key, where)
-        if require_mqtt and request_topic_of(card) is None:
-            p.append("card.supportedInterfaces has no MQTT entry naming a request topic")
-
-    caps = card.get("capabilities")
-    if caps is None:
-        p.append("card.capabilities is missing (required)")
-    elif not isinstance(caps, Mapping):
-        p.append("card.capabilities must be an object")
-    else:
-        for key in CAPABILITY_FIELDS:
-            if key in caps and not isinstance(caps[key], bool):
-                p.append(f"card.capabilities.{key} must be true or false, got {_shown(caps[key])}")
-        for key in sorted(set(caps) - set(CAPABILITY_FIELDS) - {"extensions"}):
-            p.append(f"card.capabilities.{_shown(key, quote=False)}: unknown field")
-
-    for key in ("defaultInputModes", "defaultOutputModes"):
-        _check_str_list(p, card, key, "card", required=True)
-
-    skills = card.get("skills")
-    if skills is None:
-        p.append("card.skills is missing (required)")
-    elif not isinstance(skills, list) or not skills:
-        p.append("card.skills must be a non-empty list")
-    else:
-        for i, s in enumerate(skills):
-            where = f"card.skills[{i}]"
-            if not isinstance(s, Mapping):
-                p.append(f"{where} must be an object")
-                continue
-            for key in ("id", "name", "description"):
-                _check_str(p, s, key, where)
-            _check_str_list(p, s, "tags", where, required=True)
-            for key in ("examples", "inputModes", "outputModes"):
-                _check_str_list(p, s, key, where, required=False)
-
-    prov = card.get("provider")
-    if prov is not None:
-        if not isinstance(prov, Mapping):
-            p.append("card.provider must be an object")
-        else:
-            for key in ("organization", "url"):
-                _check_str(p, prov, key, "card.provider")
-
-    schemes = card.get("securitySchemes", {})
-    if not isinstance(schemes, Mapping):
-        p.append("card.securitySchemes must be an object mapping names to schemes")
-        schemes = {}
-    for name, sch in schemes.items():
-        kinds = [k for k in sch if k in SCHEME_KINDS] if isinstance(sch, Mapping) else []
-        if not isinstance(sch, Mapping) or len(kinds) != 1 or len(sch) != 1:
-            p.append(
-                f"card.securitySchemes[{_shown(name)}] must hold exactly one of "
-                + ", ".join(sorted(SCHEME_KINDS))
-            )
-    reqs = card.get("securityRequirements")
-    if reqs is not None:
-        if not isinstance(reqs, list):
-            p.append("card.securityRequirements must be a list")
-        else:
-            for i, r in enumerate(reqs):
-                where = f"card.securityRequirements[{i}]"
-                named = r.get("schemes") if isinstance(r, Mapping) else None
-                if not isinstance(named, Mapping):
-                    p.append(f"{where} must look like {{'schemes': {{name: {{'list': [scopes]}}}}}}")
-                    continue
-                for name, scopes in named.items():
-                    if name not in schemes:
-                        p.append(f"{where} names scheme {_shown(name)} not declared in securitySchemes")
-                    if not isinstance(scopes, Mapping) or not isinstance(scopes.get("list", []), list):
-                        p.append(f"{where}.schemes[{_shown(name)}] must be {{'list': [scopes]}}")
-    return p
+        card = parsed if isinstance(parsed, dict) else None
+        error = None if card is not None else f"card is a JSON {type(parsed).__name__}, not an object"
+    return CardMessage(info.org, info.unit, info.agent, True, card, error, status, source)
 
 
 # --- selecting ----------------------------------------------------------------------------------
@@ -401,7 +286,7 @@ def card_matches(card: Mapping[str, Any], tags: Iterable[str] = (),
       satisfied; a card without requirements matches. None skips the security check.
 
     Any JSON value is answered, never raised on: a field of the wrong type (``skills`` a string,
-    ``capabilities`` a list) matches nothing (``check_card`` says what is wrong with it).
+    ``capabilities`` a list) matches nothing (``card_schema.card_problems`` says what is wrong with it).
     """
     if not isinstance(card, Mapping):
         return False
@@ -431,38 +316,3 @@ def card_matches(card: Mapping[str, Any], tags: Iterable[str] = (),
             if not any(_satisfied(r, held) for r in reqs):
                 return False
     return True
-
-
-def _topic_from_url(url: str) -> Optional[str]:
-    if url.startswith(topics.PREFIX + "/"):
-        return url
-    parts = urlsplit(url)
-    if parts.scheme.lower() in ("mqtt", "mqtts", "ws", "wss") and parts.path:
-        path = unquote(parts.path.lstrip("/"))
-        if path.startswith(topics.PREFIX + "/"):
-            return path
-    return None
-
-
-def request_topic_of(card: Mapping[str, Any]) -> Optional[str]:
-    """The request (or pool) topic named by the card's first MQTT ``supportedInterfaces`` entry.
-
-    Accepts a bare topic or ``mqtt[s]://host:port/<topic>`` as ``url``; returns None when no MQTT
-    entry names a well-formed request topic (then use the discovery topic's ids).
-    """
-    if not isinstance(card, Mapping):
-        return None
-    for itf in card.get("supportedInterfaces") or []:
-        if not isinstance(itf, Mapping) or not is_mqtt_binding(itf.get("protocolBinding")):
-            continue
-        url = itf.get("url")
-        topic = _topic_from_url(url) if isinstance(url, str) else None
-        if topic is None:
-            continue
-        try:
-            info = topics.parse_topic(topic)
-        except ValueError:
-            continue
-        if info is not None and info.kind in ("request", "pool") and info.shared_group is None:
-            return topic
-    return None

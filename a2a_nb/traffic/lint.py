@@ -13,17 +13,16 @@ rule in the order they are defined. ``check_traffic`` runs, for every message in
 each rule that applies to its kind, then lets the context remember the message.
 
 Topic parsing, identifiers, errors, states and stream ends come from ``a2a_nb.protocol``; payloads
-are checked against the official A2A v1.0 types of ``a2a-sdk`` (``ParseDict`` + required fields).
+are checked against the official A2A v1.0 types of ``a2a-sdk`` (``protocol.sdk_schema``: a strict
+``ParseDict`` and the required fields), cards with ``protocol.card_schema``.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 import sys
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import pandas as pd
@@ -31,11 +30,13 @@ import pandas as pd
 from ..protocol import errors as E
 from ..protocol import jsonrpc as J
 from ..protocol import properties as P
+from ..protocol.card_schema import type_problem
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4, readable_correlation
 from ..protocol.messages import task_ids_of
 from ..protocol.pools import PRESENCE_EVENT
 from ..protocol.routing import FALLBACK
 from ..protocol.safe_text import quoted, safe_text
+from ..protocol.sdk_schema import validate_payload
 from ..protocol.streams import STREAM_SEQ, item_key, reply_ends_stream
 from ..protocol.topics import parse_topic
 from .frame import KINDS, REQUEST_KINDS, Source, load_traffic, reroutes_by_task
@@ -81,125 +82,6 @@ _QOS_WHY = {
     False: "use QoS 1; QoS 2 adds a PUBREC/PUBREL/PUBCOMP round trip for nothing, since Correlation Data and "
            "Task.id already make duplicates harmless",
 }
-
-
-# -- a2a-sdk as the payload checker ----------------------------------------------------------------
-
-@lru_cache(maxsize=1)
-def _sdk() -> tuple:
-    """(types module, ParseDict, ParseError, validate_required) of a2a-sdk and protobuf (declared
-    dependencies), imported on first use: they take about 0.2 s, which ``schema=False`` never needs."""
-    import a2a.types as types
-    from a2a.utils.proto_utils import validate_proto_required_fields
-    from google.protobuf.json_format import ParseDict, ParseError
-    return types, ParseDict, ParseError, validate_proto_required_fields
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
-_STEP = re.compile(r"^([A-Za-z0-9_]+)(?:\[([^\]]*)\])?$")
-
-
-_EMPTY_LIST_OK = frozenset({("ListTasksResponse", "tasks")})
-"""Required repeated fields that may legitimately be empty (a ListTasks page with no tasks)."""
-
-
-def _present(payload: Any, path: str, kind: str = "") -> bool:
-    """Is the field an a2a-sdk error path names (``tasks[0].status.state``) present in the JSON?
-
-    The SDK reports proto3 zero values of required fields as missing (``nextPageToken: ""`` of a
-    last ListTasks page); a field the sender did write is present, so such errors are ignored.
-    An empty list still counts as missing (``skills: []``), except where emptiness is legitimate.
-    """
-    node = payload
-    for step in path.split("."):
-        m = _STEP.match(step)
-        if m is None or not isinstance(node, dict):
-            return False
-        key = _camel(m.group(1))
-        if key not in node:
-            return False
-        node = node[key]
-        if m.group(2) is not None:
-            idx = m.group(2)
-            if isinstance(node, list) and idx.isdigit() and int(idx) < len(node):
-                node = node[int(idx)]
-            elif isinstance(node, dict) and idx in node:
-                node = node[idx]
-            else:
-                return False
-    return not (isinstance(node, list) and not node and (kind, path) not in _EMPTY_LIST_OK)
-
-
-def _raw_problem(obj: Any, path: str = "$") -> Optional[str]:
-    """Invalid base64 in ``raw`` parses as empty bytes in protobuf: check it strictly first."""
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k == "raw" and isinstance(v, str):
-                try:
-                    base64.b64decode(v, validate=True)
-                except (binascii.Error, ValueError) as e:
-                    return f"{path}.raw is not valid base64 ({e})"
-            elif k not in ("data", "metadata"):
-                bad = _raw_problem(v, f"{path}.{k}")
-                if bad:
-                    return bad
-    elif isinstance(obj, list):
-        for n, v in enumerate(obj):
-            bad = _raw_problem(v, f"{path}[{n}]")
-            if bad:
-                return bad
-    return None
-
-
-_VALIDATED: dict[tuple[str, str], Optional[str]] = {}
-
-
-def validate_payload(kind: str, payload: Any) -> Optional[str]:
-    """None when ``payload`` is a valid A2A v1.0 ``kind`` (proto message name), else the problem.
-
-    Strict ``ParseDict`` (unknown fields, bad enum names, two members of one oneof are errors)
-    plus ``validate_proto_required_fields``. Results are cached by payload text.
-    """
-    types, parse_dict, parse_error, validate_required = _sdk()
-    if not isinstance(payload, dict):
-        return f"{kind} must be a JSON object, got {type(payload).__name__}"
-    try:
-        key = (kind, json.dumps(payload, sort_keys=True, separators=(",", ":")))
-    except (TypeError, ValueError):
-        key = None
-    if key is not None and key in _VALIDATED:
-        return _VALIDATED[key]
-    problem = _raw_problem(payload)
-    if problem is None:
-        cls = getattr(types, kind, None)
-        if cls is None:
-            return None
-        msg = cls()
-        try:
-            parse_dict(payload, msg, ignore_unknown_fields=False)
-        except parse_error as e:
-            problem = str(e)
-        except (TypeError, ValueError) as e:
-            problem = str(e)
-        else:
-            try:
-                validate_required(msg)
-            except Exception as e:  # a2a.utils.errors.InvalidParamsError
-                data = getattr(e, "data", None) or {}
-                errs = data.get("errors", []) if isinstance(data, dict) else []
-                missing = [f"{x.get('field')}: {x.get('message')}" for x in errs
-                           if not _present(payload, str(x.get("field", "")), kind)]
-                if missing or not errs:
-                    problem = "required fields: " + ("; ".join(missing) if missing else str(e))
-    if key is not None:
-        if len(_VALIDATED) > 20000:
-            _VALIDATED.clear()
-        _VALIDATED[key] = problem
-    return problem
 
 
 # -- what a check sees --------------------------------------------------------------------------------
@@ -711,7 +593,7 @@ def card_schema(m: Message, ctx: Context) -> Iterator[str]:
     if m.payload is None:
         yield "the card payload is not JSON"
         return
-    bad = validate_payload("AgentCard", m.payload)
+    bad = type_problem(m.payload)  # the normative check of a card (card_schema)
     if bad:
         yield f"the card is not a valid A2A v1.0 AgentCard: {bad}"
 

@@ -27,7 +27,7 @@
 #   [user properties](glossary.md#User-property), JSON);
 # - the three checks of the walkthrough: skills and tags, capabilities, security schemes;
 # - selecting agents by skill tag with `Discovery.find`;
-# - checking a card for mistakes with `protocol.cards.check_card`;
+# - checking a card for mistakes with `protocol.card_schema.card_problems`;
 # - [presence](glossary.md#Presence): `a2a-status` online/offline, set by the agent or by the
 #   broker's [last will](glossary.md#Last-Will);
 # - a table of all cards (pandas), and a live browser you can play with.
@@ -58,7 +58,7 @@ from a2a_nb.agents import Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.mqtt import Session
 from a2a_nb.notebook.claims import as_described, said
-from a2a_nb.protocol import cards, topics
+from a2a_nb.protocol import card_schema, cards, topics
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 
 desk = TicketDesk(handover="first-reply", seed=4821)
@@ -235,9 +235,9 @@ as_described(
 # %% [markdown]
 # ## Step 5. Check a card
 #
-# `cards.check_card` lists what is wrong with a card in words a person can act on (`agent_card`
-# refuses to build a card with problems, so a broken card never leaves your cell). Here is the echo
-# card with five mistakes, including a field from A2A v0.3 that v1.0 moved:
+# `card_schema.card_problems` lists what is wrong with a card in words a person can act on
+# (`agent_card` refuses to build a card with problems, so a broken card never leaves your cell). Here
+# is the echo card with five mistakes, including a field from A2A v0.3 that v1.0 moved:
 
 # %%
 broken = json.loads(json.dumps(disco.get("echo").card))   # a deep copy
@@ -247,10 +247,10 @@ broken["capabilities"]["streaming"] = "yes"
 broken["skills"][0]["tags"] = []
 broken["securityRequirements"] = [cards.requirement("oauth", ["tickets.read"])]
 
-problems = cards.check_card(broken)
+problems = card_schema.card_problems(broken)
 for problem in problems:
     print("-", problem)
-print("the published echo card:", cards.check_card(disco.get("echo").card) or "no problems")
+print("the published echo card:", card_schema.card_problems(disco.get("echo").card) or "no problems")
 
 # %%
 as_described(
@@ -451,7 +451,7 @@ print("the agents keep running for the browser above: call clean_up() when you a
 #   subscribers get every current card at once.
 # - The coordinator selects by **skill tags**, **capabilities** and **security requirements**
 #   (`Discovery.find`, `cards.card_matches`), not by name.
-# - `cards.check_card` explains what is wrong with a card; `cards.agent_card` refuses to build one.
+# - `card_schema.card_problems` explains what is wrong with a card; `cards.agent_card` refuses to build one.
 # - Presence rides on the card: `a2a-status` plus `a2a-status-source` (`agent` or `lwt`); the broker's
 #   last will marks a crashed agent offline.
 # - `Discovery.wait_for` waits for a card with a status, and says what it saw when it gives up.

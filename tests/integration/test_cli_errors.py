@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from a2a_nb.commands import agents as cli_agents
+from a2a_nb.commands import roles as cli_roles
 from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.mqtt.broker import BrokerEndpoint, free_port
 from a2a_nb.mqtt.secure import SecureBroker
@@ -255,8 +255,8 @@ def test_card_check_of_a_known_agent_costs_milliseconds(broker_url, cards):
     session = Session("acme", unit, "cli-check", broker=broker_url)
     try:
         t = time.perf_counter()
-        cli_agents.check_card(session, "echo", "acme", unit)
-        assert time.perf_counter() - t < cli_agents.CARD_LOOKUP_S / 2
+        cli_roles.require_card(session, "echo", "acme", unit)
+        assert time.perf_counter() - t < cli_roles.CARD_LOOKUP_S / 2
     finally:
         session.close()
 
@@ -317,8 +317,8 @@ def test_an_unknown_option_shows_the_commands_own_usage(argv, env):
 
 
 def test_choices_match_the_story():
-    assert cli_agents.HANDOVER_PLANS == HANDOVER_PLANS
-    assert cli_agents.SCENARIO_NAMES == (*SCENARIOS, "full")
+    assert cli_roles.HANDOVER_PLANS == HANDOVER_PLANS
+    assert cli_roles.SCENARIO_NAMES == (*SCENARIOS, "full")
 
 
 # -- files -----------------------------------------------------------------------------------------------

@@ -213,7 +213,7 @@ def test_an_agent_without_a_login_in_the_file_gets_an_error_naming_the_file(cred
 
 def test_send_acts_as_the_agent_its_url_logs_in_as(monkeypatch):
     from a2a_nb.cli import UsageError, build_parser
-    from a2a_nb.commands.agents import sender_agent
+    from a2a_nb.commands.roles import sender_agent
 
     monkeypatch.delenv("A2A_BROKER_URL", raising=False)
     parse = build_parser().parse_args

@@ -1,7 +1,10 @@
 """Profile: Discovery, Agent Card Requirements; A2A v1.0 card shape."""
+import json
+
 import pytest
 
 from a2a_nb.protocol import cards as C
+from a2a_nb.protocol.card_schema import card_problems
 
 
 def desk_card(**kw):
@@ -21,8 +24,8 @@ def test_agent_card_shape():
         "protocolBinding": C.MQTT_BINDING, "protocolVersion": "1.0"}]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False, "extendedAgentCard": False}
     assert card["defaultInputModes"] == ["text/plain", "application/json"]
-    assert C.check_card(card) == []
-    assert C.check_card(card, require_mqtt=True) == []
+    assert card_problems(card) == []
+    assert card_problems(card, require_mqtt=True) == []
     assert C.request_topic_of(card) == "$a2a/v1/request/acme/support/ticket-desk"
 
 
@@ -38,7 +41,7 @@ def test_agent_card_with_broker_url_and_security():
     assert card["supportedInterfaces"][0]["url"] == "mqtts://broker.example.com:8883/$a2a/v1/request/acme/support/ticket-desk"
     assert C.request_topic_of(card) == "$a2a/v1/request/acme/support/ticket-desk"
     assert card["securityRequirements"] == [{"schemes": {"oauth": {"list": ["tickets.read"]}}}]
-    assert C.check_card(card) == []
+    assert card_problems(card) == []
 
 
 def test_agent_card_refuses_bad_input():
@@ -56,14 +59,14 @@ def test_agent_card_refuses_bad_input():
         C.oauth2_scheme("https://idp/token", {"s": "d"}, flow="authorization_code")
 
 
-def test_check_card_reports_problems():
+def test_card_problems_reports_problems():
     card = desk_card()
-    assert C.check_card("nope") == ["an agent card must be a JSON object, got str"]
+    assert card_problems("nope") == ["an agent card must be a JSON object, got str"]
     broken = dict(card, supportedInterfaces=[], version=3, security=[], url="http://x")
     del broken["description"]
     broken["skills"] = [{"id": "s", "name": "S", "tags": []}, "x"]
     broken["capabilities"] = {"streaming": "yes"}
-    problems = C.check_card(broken)
+    problems = card_problems(broken)
     text = "\n".join(problems)
     for expected in [
         "card.description is missing",
@@ -77,18 +80,18 @@ def test_check_card_reports_problems():
         "card.capabilities.streaming must be true or false",
     ]:
         assert expected in text, expected
-    missing = C.check_card({})
+    missing = card_problems({})
     assert {"card.name is missing (required)", "card.skills is missing (required)",
             "card.capabilities is missing (required)",
             "card.supportedInterfaces is missing (required)",
             "card.defaultInputModes is missing (required)"} <= set(missing)
     iface = dict(card, supportedInterfaces=[{"url": "x"}])
-    assert "card.supportedInterfaces[0].protocolBinding is missing (required)" in C.check_card(iface)
+    assert "card.supportedInterfaces[0].protocolBinding is missing (required)" in card_problems(iface)
     not_mqtt = dict(card, supportedInterfaces=[{"url": "https://x", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])
-    assert C.check_card(not_mqtt) == []
-    assert any("MQTT" in p for p in C.check_card(not_mqtt, require_mqtt=True))
+    assert card_problems(not_mqtt) == []
+    assert any("MQTT" in p for p in card_problems(not_mqtt, require_mqtt=True))
     bad_scheme = dict(card, securitySchemes={"x": {"httpAuthSecurityScheme": {}, "mtlsSecurityScheme": {}}})
-    assert any("exactly one" in p for p in C.check_card(bad_scheme))
+    assert any("exactly one" in p for p in card_problems(bad_scheme))
 
 
 def test_card_matches_tags_and_capabilities():
@@ -140,3 +143,40 @@ def test_request_topic_of_variants():
     assert C.request_topic_of(card_with({"url": t, "protocolBinding": "JSONRPC"})) is None
     assert C.request_topic_of({}) is None
     assert C.is_mqtt_binding(C.MQTT_BINDING) and not C.is_mqtt_binding("HTTP+JSON")
+
+
+# -- reading a card message: the one reader of discovery, the bridge, send and the probe ----------------------
+TOPIC = "$a2a/v1/discovery/acme/support/ticket-desk"
+ONLINE = (("a2a-status", "online"), ("a2a-status-source", "agent"))
+
+
+def test_read_a_card_with_its_presence():
+    card = desk_card()
+    read = C.read_card_message(TOPIC, json.dumps(card).encode(), ONLINE)
+    assert read == C.CardMessage("acme", "support", "ticket-desk", True, card, None, "online", "agent")
+    later = C.read_card_message(TOPIC, json.dumps(card).encode(), (*ONLINE, ("a2a-status", "offline")))
+    assert later.status == "offline"  # MQTT allows repeats: the last value wins
+    assert C.read_card_message(TOPIC, b"{}").status is None
+
+
+def test_an_empty_payload_unregisters():
+    assert C.read_card_message(TOPIC, b"", ONLINE) == C.CardMessage("acme", "support", "ticket-desk", False)
+
+
+@pytest.mark.parametrize("payload, why", [
+    (b"[1, 2]", "card is a JSON list, not an object"),
+    (b"null", "card is a JSON NoneType, not an object"),
+    (b"\xff", "card is not usable JSON: not UTF-8"),
+    (b"[" * 100 + b"]" * 100, "card is not usable JSON: nested more than 64 levels deep"),
+    (b" " * (C.MAX_CARD_BYTES + 1), "card is not usable JSON: 65,537 bytes, more than the 65,536 accepted"),
+])
+def test_a_payload_that_is_no_card_says_why(payload, why):
+    read = C.read_card_message(TOPIC, payload, ONLINE)
+    assert read.registered and read.card is None and read.error.startswith(why)
+    assert read.status == "online"
+
+
+@pytest.mark.parametrize("topic", ["$a2a/v1/request/acme/support/ticket-desk", "other/topic",
+                                   "$a2a/v1/discovery/acme/support", "$a2a/v1/discovery/acme/support/bad agent"])
+def test_only_an_agents_discovery_topic_is_read(topic):
+    assert C.read_card_message(topic, b"{}") is None

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from a2a_nb.agents.routes_store import SqliteRoutes
-from a2a_nb.commands import agents
+from a2a_nb.commands import roles
 from a2a_nb.commands.broker import export_line
 from a2a_nb.commands.common import no_card_hint, wait_for_signal
 from a2a_nb.protocol.routing import Address, Route
@@ -126,18 +126,18 @@ def test_the_export_line_gives_the_shell_the_exact_url(url, tmp_path):
 # -- send: the routes file ---------------------------------------------------------------------------------
 def test_the_routes_file_is_under_xdg_state_home_and_private(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    path = agents.routes_path()
+    path = roles.routes_path()
     assert path == str(tmp_path / "state" / "a2a_nb" / "routes.sqlite")
     assert os.stat(path).st_mode & 0o777 == 0o600 and os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
     monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")  # the XDG spec: a relative path is ignored
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert agents.routes_path() == str(tmp_path / "home" / ".local" / "state" / "a2a_nb" / "routes.sqlite")
+    assert roles.routes_path() == str(tmp_path / "home" / ".local" / "state" / "a2a_nb" / "routes.sqlite")
 
 
 def test_without_a_routes_file_send_says_so_and_goes_on(monkeypatch, tmp_path, capsys):
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "file"))  # a file where the folder should be
-    assert agents.routes_path() is None
+    assert roles.routes_path() is None
     assert "note: cannot keep routes in" in capsys.readouterr().err
 
 

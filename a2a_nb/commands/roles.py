@@ -1,4 +1,5 @@
-"""``python -m a2a_nb serve | send | story``: run the story's agents, talk to them, tell the story."""
+"""``python -m a2a_nb serve | send | story``: the two roles at work. ``serve`` runs responders (the
+story's agents), ``send`` is a requester talking to one, ``story`` runs the coordinator's story with both."""
 from __future__ import annotations
 
 import argparse
@@ -144,7 +145,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         else:
             to = watched = args.agent
             if not to.startswith("pool:"):  # a pool has no card of its own
-                check_card(req.session, to, args.org, args.unit)
+                require_card(req.session, to, args.org, args.unit)
         if not watched.startswith("pool:"):
             watch_presence(req.session, watched, args.org, args.unit, streams)
         try:
@@ -187,12 +188,15 @@ def watch_presence(session, agent: str, org: str, unit: str, streams: list) -> N
     once (GetTask) instead of at its idle timeout: items sent meanwhile are lost, and an agent restarted
     without its store no longer knows the task. The first card (the retained one) is only noted."""
     from ..mqtt.session import SessionError
-    from ..protocol import properties, topics
+    from ..protocol import cards, properties, topics
 
     seen: list[str] = []
 
     def on_card(msg) -> None:
-        status = (msg.user_property(properties.STATUS) or properties.ONLINE) if msg.payload else "unregistered"
+        read = cards.read_card_message(msg.topic, msg.payload, msg.user_properties)
+        if read is None:
+            return
+        status = (read.status or properties.ONLINE) if read.registered else "unregistered"
         first = not seen
         seen.append(status)
         if first:
@@ -273,7 +277,7 @@ def follow_up_target(req, args: argparse.Namespace) -> str:
     named = req.address(args.agent)
     if now is None:
         try:
-            check_card(req.session, args.agent, args.org, args.unit)
+            require_card(req.session, args.agent, args.org, args.unit)
         except CliError as exc:
             raise CliError(f"cannot tell where task {args.task} is: earlier sends did not route it, and there is {exc}",
                            hint="an agent without a card (an analyst) is reached only for a task a handover gave it "
@@ -312,7 +316,7 @@ CARD_LOOKUP_S = 0.25
 """How long ``send`` waits for the target's retained card before saying there is none."""
 
 
-def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOKUP_S) -> None:
+def require_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOKUP_S) -> None:
     """Raise ``CliError`` "no card for AGENT in ORG/UNIT; known agents: ..." unless ``agent`` has a
     retained Agent Card on ``$a2a/v1/discovery/{org}/{unit}/+``, so a typo fails at once instead of
     after the reply timeout.
@@ -321,9 +325,10 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
     registrations), Presence Subscriber Behavior 3 (no retained card: the agent is unregistered or
     unavailable). The broker sends retained cards right after the SUBACK, so a known agent costs
     about a millisecond and an unknown one ``wait`` seconds. A login the broker does not let read the
-    discovery topics skips the check."""
+    discovery topics skips the check. Any card counts, valid or not: whether it is valid is not
+    ``send``'s to judge (``python -m a2a_nb probe AGENT`` does)."""
     from ..mqtt.session import SessionError
-    from ..protocol import properties, topics
+    from ..protocol import cards, properties, topics
     from ..protocol.ids import validate_identifier
 
     validate_identifier(agent, "agent_id")  # ValueError: a usage mistake (exit 2)
@@ -331,17 +336,14 @@ def check_card(session, agent: str, org: str, unit: str, wait: float = CARD_LOOK
     found = threading.Event()
 
     def on_card(msg) -> None:
-        try:
-            info = topics.parse_topic(msg.topic)
-        except ValueError:
+        read = cards.read_card_message(msg.topic, msg.payload, msg.user_properties)
+        if read is None:
             return
-        if info is None or info.kind != "discovery" or info.agent is None:
+        if not read.registered:  # an empty retained message unregisters
+            status.pop(read.agent, None)
             return
-        if not msg.payload:  # an empty retained message unregisters
-            status.pop(info.agent, None)
-            return
-        status[info.agent] = msg.user_property(properties.STATUS)
-        if info.agent == agent:
+        status[read.agent] = read.status
+        if read.agent == agent:
             found.set()
 
     flt = topics.discovery_filter(org, unit)
