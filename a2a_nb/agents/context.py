@@ -104,9 +104,9 @@ class TaskContext:
                                       task_id=self.task_id, context_id=self.context_id)
 
     def _change(self, **change: Any) -> None:
-        """One change of this task, in the task's turn: the runtime decides, its outbox sends."""
+        """One change of this task: the runtime decides, its outbox sends, in order."""
         outbox = self.runtime.outbox
-        with outbox.turn(self.task_id):
+        with outbox.in_order():
             outbox.send(self.runtime.update(self.task_id, **change).outgoing)
 
     def working(self, text: MessageLike = None) -> None:
@@ -124,7 +124,7 @@ class TaskContext:
         base64 ``raw`` parts to the others (Profile: Optional MQTT Native Binary Artifact Mode)."""
         self.check_canceled()
         outbox = self.runtime.outbox
-        with outbox.turn(self.task_id):
+        with outbox.in_order():
             outbox.send(self.runtime.binary_chunk(self.task_id, artifact_id, data, content_type, last).outgoing)
 
     def ask_input(self, text: MessageLike) -> None:
@@ -159,5 +159,5 @@ class TaskContext:
         old = self.runtime.owner_of(self.task_id)
         if old is not None and old != target.agent:
             outbox.wait_acked(old, 2.0)
-        with outbox.turn(self.task_id):
+        with outbox.in_order():
             self.runtime.hand_over(self.task_id, target.agent)

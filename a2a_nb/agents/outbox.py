@@ -5,11 +5,15 @@ this is the one place its decisions become MQTT publishes (DESIGN principle 3: s
 outbox publishes). Three things are kept here, none of them a protocol rule:
 
 * the live agents sharing one runtime (a card agent and the instances it spawns), by agent id;
-* **turns**: a task's decision and the publishing of what it decided happen in one turn of that
-  task (``with outbox.turn(task_id): outbox.send(runtime.update(...).outgoing)``), so a task's
-  messages leave in the order they were decided even when two threads act on one task (a handler
-  streaming while a CancelTask or a SubscribeToTask arrives). Other tasks never wait for it, and
-  nothing is published while the runtime's own lock is held;
+* **the order**: a decision and the publishing of what it decided happen in one go
+  (``with outbox.in_order(): outbox.send(runtime.update(...).outgoing)``), so messages leave in the
+  order they were decided, also when two threads act on one task (a handler streaming while a
+  CancelTask or a SubscribeToTask arrives). The runtime's own lock is never held while publishing.
+  One order for all the agents sharing the runtime, not one per task: Python runs one thread at a
+  time anyway, and a single lock keeps the workers that wait for it asleep instead of contending
+  for the interpreter with the network threads (measured with ``python -m benchmarks``: one lock
+  per task made the 200-task load run about a quarter slower, with twice the thread switches, and
+  delayed pool claims past their takeover time);
 * per agent, the publishes the broker has not acknowledged yet: a handover waits until the old
   owner's last items reached the broker (two connections have no common order: Profile: Optional
   Task Handover), and an agent that is about to die waits for its last replies.
@@ -38,7 +42,7 @@ class Outbox:
         self.dropped = 0  # replies that could not be published (no live agent, a dead connection)
         self.unheard = 0  # replies the broker had nobody to deliver to (PUBACK 16)
         self._lock = threading.Lock()
-        self._turns = Turns()
+        self._in_order = threading.RLock()
         self._unacked: dict[str, int] = {}
         self._acked = threading.Condition(threading.Lock())
 
@@ -51,9 +55,9 @@ class Outbox:
             if self.agents.get(agent.agent) is agent:
                 del self.agents[agent.agent]
 
-    def turn(self, task_id: str) -> "Turn":
-        """``with outbox.turn(task_id):`` decide and send; one thread at a time per task."""
-        return Turn(self._turns, task_id)
+    def in_order(self) -> threading.RLock:
+        """``with outbox.in_order():`` decide, then send what was decided, one thread at a time."""
+        return self._in_order
 
     def send(self, items: Iterable[Outgoing]) -> None:
         """Publish each item (QoS 1) from its sender's connection, in order. An item that cannot go
@@ -94,45 +98,3 @@ class Outbox:
         """Wait until the broker acknowledged everything ``agent`` published; False on timeout."""
         with self._acked:
             return self._acked.wait_for(lambda: self._unacked.get(agent, 0) == 0, timeout)
-
-
-class Turns:
-    """One lock per task that a thread is acting on right now; a task nobody acts on holds none."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: dict[str, list] = {}  # task id -> [its lock, threads holding or waiting for it]
-
-    def enter(self, task_id: str) -> None:
-        with self._lock:
-            slot = self._held.get(task_id)
-            if slot is None:
-                slot = self._held[task_id] = [threading.Lock(), 0]
-            slot[1] += 1
-        slot[0].acquire()
-
-    def leave(self, task_id: str) -> None:
-        with self._lock:
-            slot = self._held[task_id]
-            slot[1] -= 1
-            if slot[1] == 0:
-                del self._held[task_id]
-        slot[0].release()
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-
-class Turn:
-    """``with`` block of one task's turn (see :meth:`Outbox.turn`)."""
-
-    __slots__ = ("_turns", "_task_id")
-
-    def __init__(self, turns: Turns, task_id: str) -> None:
-        self._turns, self._task_id = turns, task_id
-
-    def __enter__(self) -> None:
-        self._turns.enter(self._task_id)
-
-    def __exit__(self, *exc: object) -> None:
-        self._turns.leave(self._task_id)

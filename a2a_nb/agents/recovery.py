@@ -40,7 +40,7 @@ def fail_orphaned_tasks(runtime: TaskRuntime, owners: Optional[Iterable[str]] = 
             continue
         note = messages.agent_message(reason, message_id=ids.message_id(f"{rec.owner}-restart"), task_id=task_id,
                                       context_id=rec.task.get("contextId"))
-        with runtime.outbox.turn(task_id):
+        with runtime.outbox.in_order():
             runtime.outbox.send(runtime.update(task_id, state=states.FAILED, status_message=note, force=True).outgoing)
         failed.append(task_id)
     return failed

@@ -462,7 +462,7 @@ class Responder:
         return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length)
 
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
-        """One checked request: the runtime decides, in the task's turn; its outbox sends."""
+        """One checked request: the runtime decides, its outbox sends (in order)."""
         m, p = v.method, v.params
         outbox = self.runtime.outbox
         if m in (jsonrpc.SEND_MESSAGE, jsonrpc.SEND_STREAMING_MESSAGE):
@@ -472,14 +472,14 @@ class Responder:
             task = inbound.check_get(rec.task if rec else None, p["id"])
             self._reply_result(msg, v, rec, trim_history(task, p.get("historyLength")), pooled)
         elif m == jsonrpc.CANCEL_TASK:
-            with outbox.turn(p["id"]):
+            with outbox.in_order():
                 canceled = self.runtime.cancel(p["id"], caller)
                 outbox.send(canceled.outgoing)
             self._reply_result(msg, v, canceled.record, canceled.record.task, pooled)
         elif m == jsonrpc.LIST_TASKS:
             self._list(msg, v, pooled, caller)
         elif m == jsonrpc.SUBSCRIBE_TO_TASK:
-            with outbox.turn(p["id"]):
+            with outbox.in_order():
                 outbox.send(self.runtime.subscribe(p["id"], caller, self._listener(msg, v, STREAM, pooled)))
         elif m == jsonrpc.GET_EXTENDED_AGENT_CARD:
             raise errors.extended_agent_card_not_configured()
@@ -492,7 +492,7 @@ class Responder:
         task_id = message["taskId"]
         listener = self._listener(msg, v, STREAM if stream else BLOCKING, pooled, config.get("historyLength"))
         outbox = self.runtime.outbox
-        with outbox.turn(task_id):
+        with outbox.in_order():
             got = self.runtime.receive(message, caller, listener, new_context_id=self.ids.context_id,
                                        immediate=bool(config.get("returnImmediately")) and not stream,
                                        admit=self.options.admit)
@@ -509,7 +509,7 @@ class Responder:
             state = ctx.state
             if ctx.response_message is not None and states.is_active(state):
                 outbox = self.runtime.outbox
-                with outbox.turn(task_id):
+                with outbox.in_order():
                     outbox.send(self.runtime.complete_with_message(task_id, ctx.response_message).outgoing)
             elif states.is_active(state):
                 ctx.complete(result if isinstance(result, (str, dict, list)) else None)

@@ -11,7 +11,7 @@ Retry 4: retried requests attach to the existing task).
 Nothing here publishes (DESIGN principle 3: state decides, an outbox publishes). The caller hands
 what a call returns to the runtime's :class:`~.outbox.Outbox`, in the task's turn::
 
-    with runtime.outbox.turn(task_id):
+    with runtime.outbox.in_order():
         runtime.outbox.send(runtime.update(task_id, state=states.WORKING).outgoing)
 
 so a unit test checks every rule as plain values, with no broker and no session.
