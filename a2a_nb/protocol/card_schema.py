@@ -22,7 +22,7 @@ Profile: Agent Card Requirements 1.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Optional
 
@@ -94,6 +94,25 @@ def _check_str_list(problems: list[str], obj: Mapping[str, Any], key: str, where
         problems.append(f"{where}.{key} must not be empty")
 
 
+def _has_entries(problems: list[str], card: Mapping[str, Any], key: str) -> bool:
+    """Is ``card[key]`` a non-empty list (as the type requires of interfaces and skills)?"""
+    entries = card.get(key)
+    if entries is None:
+        problems.append(f"card.{key} is missing (required)")
+    elif not isinstance(entries, list) or not entries:
+        problems.append(f"card.{key} must be a non-empty list")
+    return isinstance(entries, list) and bool(entries)
+
+
+def _entries(problems: list[str], entries: list[Any], where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The objects of ``entries`` with their place (``card.skills[0]``), in order; a problem for any other."""
+    for i, entry in enumerate(entries):
+        if isinstance(entry, Mapping):
+            yield f"{where}[{i}]", entry
+        else:
+            problems.append(f"{where}[{i}] must be an object")
+
+
 def card_problems(card: Any, require_mqtt: bool = False, sdk: bool = False) -> list[str]:
     """Human-readable problems with an Agent Card (v1.0 shape); ``[]`` means it looks valid.
 
@@ -117,17 +136,8 @@ def _hand_problems(card: Any, require_mqtt: bool) -> list[str]:
         hint = _V03_HINTS.get(key, "not an A2A v1.0 AgentCard field")
         p.append(f"card.{_shown(key, quote=False)}: unknown field ({hint})")
 
-    ifaces = card.get("supportedInterfaces")
-    if ifaces is None:
-        p.append("card.supportedInterfaces is missing (required)")
-    elif not isinstance(ifaces, list) or not ifaces:
-        p.append("card.supportedInterfaces must be a non-empty list")
-    else:
-        for i, itf in enumerate(ifaces):
-            where = f"card.supportedInterfaces[{i}]"
-            if not isinstance(itf, Mapping):
-                p.append(f"{where} must be an object")
-                continue
+    if _has_entries(p, card, "supportedInterfaces"):
+        for where, itf in _entries(p, card["supportedInterfaces"], "card.supportedInterfaces"):
             for key in ("url", "protocolBinding", "protocolVersion"):
                 _check_str(p, itf, key, where)
         if require_mqtt and request_topic_of(card) is None:  # the profile's rule: only here
@@ -148,17 +158,8 @@ def _hand_problems(card: Any, require_mqtt: bool) -> list[str]:
     for key in ("defaultInputModes", "defaultOutputModes"):
         _check_str_list(p, card, key, "card", required=True)
 
-    skills = card.get("skills")
-    if skills is None:
-        p.append("card.skills is missing (required)")
-    elif not isinstance(skills, list) or not skills:
-        p.append("card.skills must be a non-empty list")
-    else:
-        for i, s in enumerate(skills):
-            where = f"card.skills[{i}]"
-            if not isinstance(s, Mapping):
-                p.append(f"{where} must be an object")
-                continue
+    if _has_entries(p, card, "skills"):
+        for where, s in _entries(p, card["skills"], "card.skills"):
             for key in ("id", "name", "description"):
                 _check_str(p, s, key, where)
             _check_str_list(p, s, "tags", where, required=True)
