@@ -54,12 +54,9 @@ import json
 import pandas as pd
 
 import a2a_nb
-from a2a_nb.agents import Responder
-from a2a_nb.agents.discovery import Discovery
-from a2a_nb.mqtt import Session
-from a2a_nb.notebook.claims import as_described, said
+from a2a_nb import Discovery, Responder, Session, TicketDesk, as_described, said
 from a2a_nb.protocol import card_schema, cards, topics
-from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
+from a2a_nb.story.cast import echo_card, echo_handler
 
 desk = TicketDesk(handover="first-reply", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
