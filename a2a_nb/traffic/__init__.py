@@ -5,8 +5,7 @@ Names load lazily, so ``from a2a_nb.traffic import Recorder`` does not import pa
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy_names import lazy_names
 
 _EXPORTS = {
     "Recorder": "recorder", "read_records": "records", "write_records": "records",
@@ -19,16 +18,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'a2a_nb.traffic' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{mod}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_names(__name__, {name: f".{module}" for name, module in _EXPORTS.items()})

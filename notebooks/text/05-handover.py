@@ -99,10 +99,10 @@ as_described(
 # %matplotlib inline
 from IPython.display import display
 
-from a2a_nb.traffic import Recorder
-from a2a_nb.traffic.charts import reroute_chart, route_hops
-from a2a_nb.traffic.frame import reroutes as recorded_reroutes
-from a2a_nb.traffic.frame import routing_view
+from a2a_nb import Recorder
+from a2a_nb.traffic import reroute_chart, routing_view
+from a2a_nb.traffic import reroutes as recorded_reroutes
+from a2a_nb.traffic.charts import route_hops
 
 recorder = Recorder(org_filter="$a2a/v1/+/acme/support/#").start()
 
