@@ -282,7 +282,16 @@ class TaskRuntime:
     def cancel_flag(self, task_id: str) -> threading.Event:
         """Set once the task is canceled: what a handler checks, or waits on instead of sleeping."""
         with self.lock:
-            return self._entry(task_id).cancel
+            entry = self._entries.get(task_id)
+            if entry is not None:
+                return entry.cancel
+            rec = self.store.get(task_id)
+            if rec is None or not states.is_terminal(rec.state):
+                return self._entry(task_id).cancel
+            flag = threading.Event()  # a finished task keeps no bookkeeping here
+            if rec.state == states.CANCELED:
+                flag.set()
+            return flag
 
     def complete_with_message(self, task_id: str, message: dict) -> Update:
         """The handler answered with a Message: each waiting request gets ``{"message": ...}`` as its
