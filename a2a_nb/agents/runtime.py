@@ -9,12 +9,13 @@ terminal or interrupted (Profile: Streaming Reply Mapping 1-7, Optional Task Han
 Retry 4: retried requests attach to the existing task).
 
 Nothing here publishes (DESIGN principle 3: state decides, an outbox publishes). The caller hands
-what a call returns to the runtime's :class:`~.outbox.Outbox`, in the task's turn::
+what a call returns to the runtime's :class:`~.outbox.Outbox`, deciding and sending in one go so
+that messages leave in the order they were decided::
 
     with runtime.outbox.in_order():
         runtime.outbox.send(runtime.update(task_id, state=states.WORKING).outgoing)
 
-so a unit test checks every rule as plain values, with no broker and no session.
+A unit test checks every rule as plain values, with no broker and no session.
 """
 from __future__ import annotations
 
@@ -120,7 +121,7 @@ class TaskRuntime:
                 self.store.put(rec.with_owner(agent, self.clock()))
 
     # -- tasks -----------------------------------------------------------------------------------------
-    def _entry(self, task_id: str) -> _TaskEntry:
+    def _entry(self, task_id: str) -> _TaskEntry:  # callers hold ``lock``
         e = self._entries.get(task_id)
         if e is None:
             e = self._entries[task_id] = _TaskEntry()

@@ -13,7 +13,6 @@ import threading
 import pytest
 
 from a2a_nb.agents.context import TaskContext
-from a2a_nb.agents.outbox import Outbox
 from a2a_nb.agents.reply_paths import STREAM, Listener, Outgoing
 from a2a_nb.agents.runtime import TaskCanceled, TaskRuntime
 from a2a_nb.mqtt.session import PublishResult
