@@ -235,9 +235,10 @@ def replay(steps: Iterable[Union[Sent, Replied]]) -> list[Optional[Reroute]]:
     The same table and the same rules as live: a task's first request starts its route; each
     reply goes through ``observe`` (the latest ``a2a-responder-agent-id`` wins; one that is no
     identifier moves nothing); a request back to the card agent while the task is routed
-    elsewhere is the requester's fallback (``fall_back``: never back to a pool), its detail counting
-    the unanswered requests to the silent target before it (``silence_reason``). A request to any
-    other target leaves the route as it is: that requester did not follow its table.
+    elsewhere, after at least one unanswered request to that target, is the requester's fallback
+    (``fall_back``: never back to a pool; live, it comes only after the retries went unanswered),
+    its detail counting those unanswered requests (``silence_reason``). Any other request leaves
+    the route as it is: that requester did not follow its table.
     """
     table = RoutingTable(max_routes=sys.maxsize)
     silent: dict[str, int] = {}  # Task.id -> unanswered requests to its current target since it last moved
@@ -260,11 +261,11 @@ def replay(steps: Iterable[Union[Sent, Replied]]) -> list[Optional[Reroute]]:
 
 def _sent(table: RoutingTable, step: Sent, silent: int) -> Optional[Reroute]:
     """Apply one recorded request to ``table``: a new task starts at its target; a request to the card
-    agent of a task routed elsewhere falls back (after ``silent`` unanswered requests to it)."""
+    agent of a task routed elsewhere falls back when ``silent`` (unanswered requests to its target) > 0."""
     route = table.routes.get(step.task_id)
     if route is None:
         table.start(step.task_id, step.to, step.at)
         return None
-    if step.to == route.current or step.to != route.card:
+    if step.to == route.current or step.to != route.card or silent == 0:
         return None
     return table.fall_back(step.task_id, step.at, silence_reason(route.current.label, silent))

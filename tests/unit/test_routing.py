@@ -90,6 +90,15 @@ def test_what_the_table_cannot_follow_moves_nothing():
     assert replay(steps) == [None] * 4
 
 
+def test_a_request_to_the_card_agent_before_the_target_went_silent_is_no_fallback():
+    """The requester broke the rule (lint says so at that row); the route stays with the analyst, so
+    the next request to the analyst is right, not a second finding."""
+    steps = [Sent("t1", DESK, 0.0), Replied("t1", "analyst-1", 0.1), Sent("t1", DESK, 1.0),
+             Replied("t1", "analyst-1", 1.1), Sent("t1", to("analyst-1"), 2.0)]
+    moves = replay(steps)
+    assert [m.cause if m else None for m in moves] == [None, HANDOVER, None, None, None]
+
+
 def test_replay_makes_what_the_live_table_made():
     """The live requester calls start/observe/fall_back; the replay sees only the traffic. Both
     drive one RoutingTable, so they agree (Profile: Optional Task Handover; Requester Retry 9)."""
