@@ -37,6 +37,7 @@ from .store import MemoryTaskStore, TaskRecord, TaskStore
 
 log = logging.getLogger(__name__)
 
+
 class TaskCanceled(Exception):
     """Raised inside a handler when its task was canceled: the work stops there."""
 
