@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[TaskContext], object]
 
 DEFAULT_MAX_REQUEST_BYTES = 256 * 1024
+TAKEOVER_RECHECK_S = 0.05
+"""How often a pool member looks again at a request whose claim is overdue but whose winner is busy,
+or whose claim its own network thread may not have read yet."""
 
 
 @dataclass
@@ -224,7 +227,7 @@ class Responder:
         seen = pools.read_claim(msg)
         if seen is not None and seen.agent != self.agent:
             with self._members_lock:
-                self._members.saw_claim(seen)
+                self._members.saw_claim(seen, time.monotonic())
 
     @property
     def live_members(self) -> frozenset[str]:
@@ -251,15 +254,17 @@ class Responder:
 
     def _watch_claims(self) -> None:
         """Slot mode, its own thread: take over the pooled requests whose winner did not claim them
-        within ``pool_takeover_s`` and that this member wins among the members left."""
+        within ``pool_takeover_s`` and that this member wins among the members left. It judges by
+        what its network thread has read: a claim waiting unread in the socket is not silence."""
         while not self._stopping:
             with self._members_lock:
                 deadline = self._members.next_deadline()
-            wait = 1.0 if deadline is None else min(1.0, max(0.0, deadline - time.monotonic()))
+            wait = 1.0 if deadline is None else min(1.0, max(TAKEOVER_RECHECK_S, deadline - time.monotonic()))
             self._takeover_wake.wait(wait)
             self._takeover_wake.clear()
+            read_until = min(time.monotonic(), self.session.read_until)
             with self._members_lock:
-                mine = self._members.due(time.monotonic())
+                mine = self._members.due(read_until)
             for msg, silent in mine:
                 if self._stopping:
                     return

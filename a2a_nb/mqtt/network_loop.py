@@ -22,6 +22,7 @@ import logging
 import select
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class NetworkLoop:
         self.min_delay, self.max_delay = min_delay, max_delay
         self._delay = min_delay
         self.bursts = 0  # hand-overs so far: fewer than the messages whenever they came in runs
+        self.read_until = time.monotonic()
+        """Every message that reached the socket before this (``time.monotonic()``) was handed over: a
+        thread that judges another client silent (a pool member waiting for a claim) reads no further
+        in time than this, so a busy network thread cannot make a client look silent."""
         self._arrived: list["mqtt.MQTTMessage"] = []
         self._stopping = threading.Event()
         self.paho_lock = threading.Lock()
@@ -122,6 +127,7 @@ class NetworkLoop:
                 continue
             pending = getattr(sock, "pending", None)  # TLS: bytes already decrypted wait in the socket
             timeout = 0.0 if pending is not None and pending() else 1.0
+            turn = time.monotonic()
             try:
                 readable = select.select([sock, self._wake_r], [sock] if c.want_write() else [], [], timeout)[0]
             except (OSError, ValueError):  # the socket was closed under us (kill_socket, a disconnect)
@@ -130,8 +136,14 @@ class NetworkLoop:
                 self._drain_wake()
             # paho's loop_* methods return 0 (MQTT_ERR_SUCCESS), or an error code after which paho has
             # closed the socket and called on_disconnect: the next turn reconnects
-            if (sock in readable or timeout == 0.0) and self._read_burst():
-                continue
+            if sock in readable or timeout == 0.0:
+                rc, drained = self._read_burst()
+                if drained:
+                    self.read_until = turn
+                if rc:
+                    continue
+            else:
+                self.read_until = turn  # nothing arrived since this turn began
             with self.paho_lock:
                 if c.want_write() and c.loop_write():
                     continue
@@ -139,14 +151,16 @@ class NetworkLoop:
                     return
                 c.loop_misc()  # keepalive: PINGREQ when due, a lost connection when PINGRESP is late
 
-    def _read_burst(self) -> int:
-        """Read messages while they keep coming, then hand them over together; paho's return code."""
-        rc = 0
+    def _read_burst(self) -> tuple[int, bool]:
+        """Read messages while they keep coming, then hand them over together; paho's return code,
+        and whether the socket ran dry (not only ``burst`` messages read)."""
+        rc, drained = 0, False
         with self.paho_lock:
             for _ in range(self.burst):
                 before = len(self._arrived)
                 rc = self.client.loop_read()
                 if rc or len(self._arrived) == before:
+                    drained = not rc
                     break  # nothing more to read now (or another packet type: select tells if more wait)
             burst, self._arrived = self._arrived, []
         if burst:  # handlers run without the lock: they publish, and other threads may write meanwhile
@@ -155,7 +169,7 @@ class NetworkLoop:
                 self.deliver(burst)
             except Exception:  # a delivery bug must never end the network thread
                 log.exception("delivering %d message(s) failed", len(burst))
-        return rc
+        return rc, drained
 
     def _drain_wake(self) -> None:
         try:

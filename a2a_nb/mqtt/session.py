@@ -442,6 +442,12 @@ class Session:
         run of messages that arrived together is handed over at once (``network_loop.py``)."""
         return self._loop.bursts if self._loop is not None else 0
 
+    @property
+    def read_until(self) -> float:
+        """A ``time.monotonic()`` before which every message that reached this client was handed
+        over (``network_loop.py``); the time now when the session has no network thread."""
+        return self._loop.read_until if self._loop is not None else time.monotonic()
+
     def wait_connected(self, timeout: float = 10.0) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: self._connected or self._closed, timeout) and self._connected

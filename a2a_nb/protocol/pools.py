@@ -30,6 +30,13 @@ Two rules keep a client that is not a member from taking a share of the requests
   winner among the remaining live members takes it and claims it, naming the silent one (so the
   members that had not waited for it agree). A presence for a member that never answers therefore
   costs the requests that reach it within that second a second's delay, instead of a share of all.
+
+A busy member is not a silent one: a winner whose claims of other requests kept coming in within
+the last ``takeover_s`` is behind, and it will claim this one too (a loaded process claims late,
+and a takeover then would run the request twice). Its requests wait up to ``MAX_WAIT_S`` before
+they are taken over anyway (a winner that does claim, but not this request, had another view of
+who is live). And a member judges silence only by what it has read: the responder passes as
+``now`` no later than the moment up to which its network thread has read everything.
 """
 from __future__ import annotations
 
@@ -53,6 +60,9 @@ TAKEOVER_S = 1.0
 """How long the other members wait for the winner's claim before one of them takes the request.
 The claim leaves the winner as the request arrives, so on a working broker it comes within
 milliseconds; a late claim means the request ran twice, never that it was lost."""
+
+MAX_WAIT_S = 10.0
+"""The longest a request waits for a winner that keeps claiming other requests but not this one."""
 
 MAX_WAITING = 1000
 MAX_WAITING_BYTES = 16 * 1024 * 1024
@@ -203,6 +213,7 @@ class _Waiting(Generic[T]):
     deadline: float
     size: int
     request: T
+    latest: float  # taken over at this time even from a winner that keeps claiming other requests
 
 
 class Membership(Generic[T]):
@@ -223,6 +234,7 @@ class Membership(Generic[T]):
         self._present: set[str] = set()
         self._cards_offline: set[str] = set()
         self._silent: set[str] = set()
+        self._last_claim: dict[str, float] = {}  # present member -> when its latest claim was read
         self._waiting: dict[bytes, _Waiting[T]] = {}  # Correlation Data -> a request whose claim is awaited
         self._waiting_bytes = 0
         self.live: frozenset[str] = frozenset({me})
@@ -242,6 +254,7 @@ class Membership(Generic[T]):
             self._silent.discard(presence.agent)  # (re)started: it gets its chance again
         else:
             self._present.discard(presence.agent)
+            self._last_claim.pop(presence.agent, None)
         self._update()
 
     def saw_card(self, agent: str, online: bool) -> None:
@@ -254,6 +267,7 @@ class Membership(Generic[T]):
         self._present.clear()
         self._cards_offline.clear()
         self._silent.clear()
+        self._last_claim.clear()
         self._waiting.clear()
         self._waiting_bytes = 0
         self._update()
@@ -278,15 +292,18 @@ class Membership(Generic[T]):
         if len(self._waiting) >= self.max_waiting or self._waiting_bytes + size > self.max_waiting_bytes:
             self.unwatched += 1
             return False
-        self._waiting[correlation] = _Waiting(key, winner, now + self.takeover_s, size, request)
+        self._waiting[correlation] = _Waiting(key, winner, now + self.takeover_s, size, request, now + MAX_WAIT_S)
         self._waiting_bytes += size
         return False
 
-    def saw_claim(self, claim: Claim) -> None:
-        """An allowed member claimed a request: nobody else takes it, and that member is not silent.
-        A takeover's silent winner is silent here too (this member may not have waited for it)."""
+    def saw_claim(self, claim: Claim, now: float) -> None:
+        """An allowed member claimed a request (read at ``now``): nobody else takes it, and that
+        member is not silent. A takeover's silent winner is silent here too (this member may not
+        have waited for it)."""
         if not allows(self.allowed, claim.agent):
             return
+        if claim.agent in self._present:  # bounded: only members that announced themselves
+            self._last_claim[claim.agent] = now
         gone = self._waiting.pop(claim.correlation, None)
         if gone is not None:
             self._waiting_bytes -= gone.size
@@ -297,10 +314,11 @@ class Membership(Generic[T]):
 
     def due(self, now: float) -> list[tuple[T, str]]:
         """The requests this member takes over at ``now``, each with the winner it takes it from: that
-        winner did not claim it within ``takeover_s``, so it is silent, and this member wins the
-        request among the remaining live ones. Requests another member wins now wait ``takeover_s``
-        more for that one's claim."""
-        late = {w.winner for w in self._waiting.values() if w.deadline <= now and w.winner != self.me}
+        winner did not claim it within ``takeover_s`` and claimed nothing else meanwhile (or it let
+        ``MAX_WAIT_S`` pass), so it is silent, and this member wins the request among the remaining
+        live ones. Requests another member wins now wait ``takeover_s`` more for that one's claim."""
+        late = {w.winner for w in self._waiting.values()
+                if w.winner != self.me and (w.latest <= now or (w.deadline <= now and not self._busy(w.winner, now)))}
         if late:
             self._silent |= late
             self._update()
@@ -315,12 +333,17 @@ class Membership(Generic[T]):
                 self.taken_over += 1
                 mine.append((w.request, w.winner))
             else:
-                w.winner, w.deadline = winner, now + self.takeover_s
+                w.winner, w.deadline, w.latest = winner, now + self.takeover_s, now + MAX_WAIT_S
         return mine
+
+    def _busy(self, member: str, now: float) -> bool:
+        """Did ``member`` claim some request within the last ``takeover_s``?"""
+        return self._last_claim.get(member, float("-inf")) + self.takeover_s > now
 
     def next_deadline(self) -> Optional[float]:
         """When :meth:`due` may next have something to hand over (None: nothing is waiting)."""
-        return min((w.deadline for w in self._waiting.values()), default=None)
+        return min((min(w.latest, max(w.deadline, self._last_claim.get(w.winner, float("-inf")) + self.takeover_s))
+                    for w in self._waiting.values()), default=None)
 
     @property
     def waiting(self) -> int:

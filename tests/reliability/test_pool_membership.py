@@ -37,7 +37,7 @@ from paho.mqtt.properties import Properties
 from a2a_nb.agents.requester import Requester, RequestTimeout
 from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.secure import SecureBroker
-from a2a_nb.protocol import pools
+from a2a_nb.protocol import jsonrpc, messages, pools
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import analyst_pool
 
@@ -269,3 +269,44 @@ def test_on_the_secure_broker_a_login_outside_the_pool_takes_no_share(secure_bro
             m.stop()
         mallory.publish(f"$a2a/v1/event/{ORG}/support/cli", b"", retain=True)
         mallory.close()
+
+
+def test_a_member_whose_network_thread_is_busy_does_not_take_over_a_claimed_request(broker_url):
+    """A member judges a winner silent only by what it has read. Here analyst B reads a pooled request
+    that A wins, then its network thread is busy for 1.5 s (a slow handler on another subscription),
+    while A's claim waits unread in B's socket. Before: B's watcher found no claim after 1 s, took the
+    request over and ran it a second time (two answers for one request; measured in ``python -m
+    benchmarks``' 200-task load run as cross-talk in 6 of 10 runs). After: B waits until its network
+    thread has read past the deadline, sees A's claim, and the request runs once."""
+    unit, pool = uid("pm"), uid("analysts")
+    a, b = analyst_pool(pool, 2, unit=unit, broker=broker_url, pace=0.0)
+    slot_mode_or_skip([a, b])
+    blocker = f"test/{unit}/busy"
+    b.session.subscribe(blocker, handler=lambda msg: time.sleep(1.5))  # runs on B's network thread
+    mallory = open_stranger(broker_url)
+    answers: list[tuple[bytes, dict]] = []
+    reply_to = f"$a2a/v1/reply/{ORG}/{unit}/{uid('coord')}/r1"
+    mallory.client.on_message = lambda client, userdata, msg: answers.append(
+        (msg.properties.CorrelationData, json.loads(msg.payload)))
+    mallory.client.subscribe(reply_to, qos=1)
+    time.sleep(0.3)
+    try:
+        task_id = next(t for t in (str(uuid.uuid4()) for _ in range(100)) if pools.claim(t, {a.agent, b.agent}) == a.agent)
+        correlation = uuid.uuid4().bytes
+        text = messages.text_part("Analyze ticket TCK-4821\nReproduction: open the export page")
+        message = messages.user_message([text], message_id=str(uuid.uuid4()), task_id=task_id)
+        request = jsonrpc.request("SendMessage", {"message": message}, 1)
+        props = Properties(PacketTypes.PUBLISH)
+        props.ResponseTopic = reply_to
+        props.CorrelationData = correlation
+        mallory.client.publish(f"$a2a/v1/request/{ORG}/{unit}/pool/{pool}", json.dumps(request).encode(), qos=1,
+                               properties=props)
+        assert mallory.publish(blocker, b"busy") == 0  # after the request, on the same connection: B reads it next
+        time.sleep(2.5)
+        assert [c for c, _ in answers] == [correlation], f"{len(answers)} answers to one pooled request"
+        assert answers[0][1]["result"]["task"]["status"]["state"] == COMPLETED, answers[0][1]
+        assert a.stats.executions == 1 and b.stats.executions == 0 and b.pool_membership.taken_over == 0
+    finally:
+        mallory.close()
+        a.stop()
+        b.stop()

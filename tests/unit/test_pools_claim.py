@@ -168,7 +168,7 @@ def test_a_claimed_request_is_not_taken_over():
     (key,) = keys_won_by("analyst-b", 1)
     assert m.arrived(key, b"corr", "request", 100, now=0.0) is False
     assert m.waiting == 1 and m.next_deadline() == 1.0
-    m.saw_claim(pools.Claim("analyst-b", b"corr"))
+    m.saw_claim(pools.Claim("analyst-b", b"corr"), now=0.5)
     assert m.waiting == 0 and m.due(now=5.0) == [] and m.taken_over == 0
     assert m.live == set(MEMBERS)
 
@@ -184,10 +184,39 @@ def test_an_unclaimed_request_moves_to_the_next_live_member_and_its_winner_falls
     assert sorted(m.due(now=1.0)) == sorted((k, "analyst-b") for k in ours) and m.taken_over == 3
     assert m.live == set(survivors)  # silent: later requests go straight to the others
     assert m.waiting == 1 and m.next_deadline() == 2.0  # analyst-c gets its second to claim
-    m.saw_claim(pools.Claim("analyst-c", bytes([4]), silent="analyst-b"))
+    m.saw_claim(pools.Claim("analyst-c", bytes([4]), silent="analyst-b"), now=1.5)
     assert m.waiting == 0
-    m.saw_claim(pools.Claim("analyst-b", b"\x09"))  # the silent member claims something again: it counts again
+    m.saw_claim(pools.Claim("analyst-b", b"\x09"), now=1.6)  # the silent member claims something again: it counts again
     assert m.live == set(MEMBERS)
+
+
+def test_a_busy_winner_is_not_silent_it_claims_late():
+    """A loaded winner claims its requests late but keeps claiming: taking its request over would run
+    it twice. It is silent only once it claimed nothing for ``takeover_s``."""
+    m = waiting_member()
+    key, other = keys_won_by("analyst-b", 2)
+    m.arrived(key, b"late", key, 10, now=0.0)
+    m.arrived(other, b"other", other, 10, now=0.0)
+    m.saw_claim(pools.Claim("analyst-b", b"other"), now=0.8)  # busy with the requests before this one
+    assert m.due(now=1.0) == [] and m.due(now=1.79) == [] and "analyst-b" in m.live
+    assert m.next_deadline() == 1.8
+    m.saw_claim(pools.Claim("analyst-b", b"late"), now=1.7)  # its claim comes: nobody ran it twice
+    assert m.waiting == 0 and m.taken_over == 0
+
+
+def test_a_busy_winner_that_never_claims_this_request_loses_it_after_max_wait():
+    """A winner that claims other requests but not this one (it saw other members live) cannot hold
+    it forever: at ``MAX_WAIT_S`` it is taken over."""
+    survivors = ["analyst-a", "analyst-c"]
+    m = waiting_member()
+    key = next(k for k in keys_won_by("analyst-b", 40) if pools.claim(k, survivors) == "analyst-a")
+    m.arrived(key, b"never", key, 10, now=0.0)
+    t = 0.5
+    while t < pools.MAX_WAIT_S:
+        m.saw_claim(pools.Claim("analyst-b", b"another %f" % t), now=t)
+        assert m.due(now=t) == []
+        t += 0.5
+    assert m.due(now=pools.MAX_WAIT_S) == [(key, "analyst-b")]
 
 
 def test_a_silent_member_counts_again_when_it_announces_itself_online():
@@ -205,7 +234,7 @@ def test_claims_of_names_outside_the_allow_list_change_nothing():
     m.saw_presence(pools.Presence("analysts", "analyst-b", True))
     (key,) = keys_won_by("analyst-b", 1, ["analyst-a", "analyst-b"])
     m.arrived(key, b"corr", key, 10, now=0.0)
-    m.saw_claim(pools.Claim("mallory", b"corr"))  # a stranger cannot stop the takeover
+    m.saw_claim(pools.Claim("mallory", b"corr"), now=0.5)  # a stranger cannot stop the takeover
     assert m.due(now=1.0) == [(key, "analyst-b")]
 
 
@@ -217,7 +246,7 @@ def test_the_requests_kept_for_a_takeover_are_bounded_in_number_and_bytes():
     for i, key in enumerate(keys[:4]):
         m.arrived(key, bytes([i + 1]), key, 100, now=0.0)
     assert m.waiting == 3 and m.unwatched == 1
-    m.saw_claim(pools.Claim("analyst-b", b"\x01"))
+    m.saw_claim(pools.Claim("analyst-b", b"\x01"), now=0.0)
     assert m.arrived(keys[4], b"\x10", keys[4], 950, now=0.0) is False and m.unwatched == 2  # 1,150 bytes
     assert m.arrived(keys[5], b"", keys[5], 10, now=0.0) is False and m.waiting == 2  # no correlation: not kept
     m.forget()
@@ -226,9 +255,9 @@ def test_the_requests_kept_for_a_takeover_are_bounded_in_number_and_bytes():
 
 def test_a_takeover_claim_tells_the_members_that_did_not_wait_who_is_silent():
     m = waiting_member("analyst-a")
-    m.saw_claim(pools.Claim("analyst-c", b"\x01", silent="analyst-b"))  # analyst-a never waited for that one
+    m.saw_claim(pools.Claim("analyst-c", b"\x01", silent="analyst-b"), now=0.0)  # analyst-a never waited for that one
     assert m.live == {"analyst-a", "analyst-c"}
-    m.saw_claim(pools.Claim("analyst-c", b"\x02", silent="analyst-a"))  # a member always counts itself
+    m.saw_claim(pools.Claim("analyst-c", b"\x02", silent="analyst-a"), now=0.0)  # a member always counts itself
     assert "analyst-a" in m.live
 
 
