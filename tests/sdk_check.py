@@ -10,14 +10,14 @@ Any other test suite may import it: ``from tests.sdk_check import assert_valid``
 """
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any, Iterable
 
 import a2a.types as a2a_types
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
+
+from a2a_nb.protocol.sdk_schema import raw_base64_problem
 
 KINDS: dict[str, type] = {
     name: getattr(a2a_types, name)
@@ -37,21 +37,6 @@ class SdkValidationError(AssertionError):
     """The payload does not parse, or misses required fields, under the a2a-sdk types."""
 
 
-def _check_raw_base64(obj: Any, path: str = "$") -> None:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k == "raw" and isinstance(v, str):
-                try:
-                    base64.b64decode(v, validate=True)
-                except (binascii.Error, ValueError) as e:
-                    raise SdkValidationError(f"{path}.raw is not valid base64: {e}") from None
-            elif k not in ("data", "metadata"):  # free-form JSON may hold a "raw" key of its own
-                _check_raw_base64(v, f"{path}.{k}")
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            _check_raw_base64(v, f"{path}[{i}]")
-
-
 def parse(kind: str, payload: dict[str, Any]) -> ProtoMessage:
     """Parse strictly into the a2a-sdk type named ``kind`` (no required-field check)."""
     try:
@@ -60,7 +45,9 @@ def parse(kind: str, payload: dict[str, Any]) -> ProtoMessage:
         raise KeyError(f"unknown kind {kind!r}; known: {', '.join(sorted(KINDS))}") from None
     if not isinstance(payload, dict):
         raise SdkValidationError(f"{kind}: payload must be a dict, got {type(payload).__name__}")
-    _check_raw_base64(payload)
+    bad_raw = raw_base64_problem(payload)
+    if bad_raw:
+        raise SdkValidationError(bad_raw)
     msg = cls()
     try:
         ParseDict(payload, msg, ignore_unknown_fields=False)

@@ -70,8 +70,10 @@ def _present(payload: Any, path: str, kind: str = "") -> bool:
     return not (isinstance(node, list) and not node and (kind, path) not in _EMPTY_LIST_OK)
 
 
-def _raw_problem(obj: Any, path: str = "$") -> Optional[str]:
-    """Invalid base64 in ``raw`` parses as empty bytes in protobuf: check it strictly first."""
+def raw_base64_problem(obj: Any, path: str = "$") -> Optional[str]:
+    """The first ``raw`` string that is not strict base64, named by its path, or None. Protobuf parses
+    invalid base64 in ``raw`` as empty bytes, so every ``raw`` is checked strictly first (free-form
+    ``data`` and ``metadata`` may hold a ``raw`` key of their own)."""
     if isinstance(obj, dict):
         for k, v in obj.items():
             if k == "raw" and isinstance(v, str):
@@ -80,12 +82,12 @@ def _raw_problem(obj: Any, path: str = "$") -> Optional[str]:
                 except (binascii.Error, ValueError) as e:
                     return f"{path}.raw is not valid base64 ({e})"
             elif k not in ("data", "metadata"):
-                bad = _raw_problem(v, f"{path}.{k}")
+                bad = raw_base64_problem(v, f"{path}.{k}")
                 if bad:
                     return bad
     elif isinstance(obj, list):
         for n, v in enumerate(obj):
-            bad = _raw_problem(v, f"{path}[{n}]")
+            bad = raw_base64_problem(v, f"{path}[{n}]")
             if bad:
                 return bad
     return None
@@ -110,7 +112,7 @@ def validate_payload(kind: str, payload: Any) -> Optional[str]:
         key = None
     if key is not None and key in _VALIDATED:
         return _VALIDATED[key]
-    problem = _raw_problem(payload)
+    problem = raw_base64_problem(payload)
     if problem is None:
         cls = getattr(types, kind, None)
         if cls is None:
