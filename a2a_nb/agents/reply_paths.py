@@ -12,12 +12,15 @@ neither imports the other's module for them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from ..protocol.packet import MqttMessage
 from ..protocol.streams import StreamNumbering
 
 BLOCKING, STREAM = "blocking", "stream"
+
+Seal = Callable[[MqttMessage, str], Optional[MqttMessage]]
+"""Turns a reply and its sender into the protected reply (``ubsp-v1``), or None when it cannot."""
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Listener:
     closed: bool = False  # the runtime decided this path's last item
     needs_snapshot: bool = False  # a new stream: the Task snapshot goes out just before its first event
     lost: bool = False  # set by the outbox: an item could not be published here, so nothing more goes out
+    seal: Optional[Seal] = None  # ubsp-v1: every item is sealed to the requester before it is sent
 
     @property
     def open(self) -> bool:

@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session, SessionError
@@ -28,6 +28,9 @@ from ..protocol.retry import DEFAULT, RetryProfile, next_delay
 from ..protocol.routing import Address, Reroute, RoutingTable, silence_reason
 from ..protocol.streams import STREAM_SEQ, StreamDeduper
 from .task_view import TaskView
+
+if TYPE_CHECKING:
+    from ..ubsp.protection import Ubsp
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,8 @@ class RequesterStats:
     duplicates: int = 0
     retries: int = 0
     fallbacks: int = 0
+    refused: int = 0  # ubsp-v1 replies that could not be opened (tampered, replayed, not sealed for us)
+    plaintext_errors: int = 0  # ubsp-v1 calls answered by a plaintext JSON-RPC error
 
 
 _REFUSED = object()  # queued by ``_Call.acked`` to wake a waiter whose publish the broker refused
@@ -80,6 +85,8 @@ class _Call:
         self.correlations: list[bytes] = []
         self.attempts: list[Attempt] = []
         self.refused = False  # the last attempt's publish was refused: stop waiting for its reply
+        self.opener: Optional[Callable[[MqttMessage], Optional[MqttMessage]]] = None
+        """ubsp-v1: opens each reply on the caller's thread (None: not a protected one, skip it)."""
 
     def push(self, msg: MqttMessage) -> None:
         self._queue.put(msg)
@@ -109,7 +116,11 @@ class _Call:
             except queue.Empty:
                 return None
             if item is not _REFUSED:
-                return item
+                if item is None or self.opener is None:
+                    return item
+                opened = self.opener(item)  # a reply that cannot be opened is skipped: keep waiting
+                if opened is not None:
+                    return opened
             # a refusal: the loop returns a waiting reply or None, unless the flag was reset since
             # (the refusal was about an attempt the caller has moved past)
 
@@ -182,8 +193,10 @@ class Requester:
         token: Optional[str] = None,
         allow_token_without_tls: bool = False,
         seed: Optional[int] = None,
+        ubsp: Optional["Ubsp"] = None,
     ):
         self.org, self.unit, self.agent = org, unit, agent
+        self.ubsp = ubsp
         self.retry = retry
         self.ids = ids or IdSource(seed)
         self.rng = random.Random(seed)
@@ -220,6 +233,9 @@ class Requester:
             raise
         # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
         self.session.subscribe(self.reply_topic, handler=self._on_reply)
+        if ubsp is not None:  # Untrusted-Broker Security Profile 7: where responders find our keys
+            ubsp.bind(self.session)
+            self.session.publish(ubsp.key_metadata_message(org, unit))
 
     def _check_token_transport(self, token: Optional[str]) -> None:
         if token and not self.session.endpoint.tls and not self.allow_token_without_tls:
@@ -283,14 +299,18 @@ class Requester:
 
     def _publish_attempt(self, call: _Call, target: Address, payload: bytes, props: tuple) -> Attempt:
         corr = self.ids.correlation()
+        msg = MqttMessage(target.topic, payload, qos=1, response_topic=self.reply_topic, correlation_data=corr,
+                          user_properties=props,
+                          message_expiry=self.retry.message_expiry_s())
+        if call.opener is not None and self.ubsp is not None and target.agent is not None:
+            # sealed anew for each attempt (a fresh jti: a retry is no replay); no trusted key for the
+            # target raises UntrustedKeySource here: nothing is sent in plaintext instead
+            msg = self.ubsp.seal_request(msg, target.org, target.unit, target.agent)
         with self._lock:
             self._inflight[corr] = call
         call.correlations.append(corr)
         att = Attempt(len(call.attempts) + 1, target.topic, corr.hex(), time.time())
         call.attempts.append(att)
-        msg = MqttMessage(target.topic, payload, qos=1, response_topic=self.reply_topic, correlation_data=corr,
-                          user_properties=props,
-                          message_expiry=self.retry.message_expiry_s())
         self.stats.sent += 1
         call.refused = False
         try:
@@ -300,6 +320,25 @@ class Requester:
             att.reason_code = -1
             call.refused = True
         return att
+
+    def _opener(self, org: str, unit: str) -> Callable[[MqttMessage], Optional[MqttMessage]]:
+        """Open the replies of a ubsp-v1 call; a reply that is not sealed for this requester by the
+        agent it names is refused (None), except a plaintext JSON-RPC error: a responder that cannot
+        open a request, or has no trusted key for us, can say so only in plaintext."""
+        protection = self.ubsp
+        assert protection is not None
+
+        def open_reply(msg: MqttMessage) -> Optional[MqttMessage]:
+            if not msg.user_property(properties.SECURITY_PROFILE) and _is_error(msg.payload):
+                self.stats.plaintext_errors += 1
+                return msg
+            try:
+                return protection.open_reply(msg, org, unit)
+            except ValueError as exc:  # SealError, UntrustedKeySource
+                self.stats.refused += 1
+                log.warning("%s refused a reply on %s: %s", self.agent, msg.topic, exc)
+                return None
+        return open_reply
 
     def _release(self, call: _Call) -> None:
         with self._lock:
@@ -311,6 +350,10 @@ class Requester:
         """Publish with retries until the first correlated reply; on a handover target that stays
         silent, fall back to the card agent (Profile: Requester Retry 3-7, 9; Task Handover)."""
         call = _Call(method, task_id, self.ids.jsonrpc_id())
+        if self.ubsp is not None:
+            if target.agent is None:
+                raise ValueError(f"ubsp-v1 seals a request to one recipient's key: {target} is a pool (send to an agent)")
+            call.opener = self._opener(target.org, target.unit)
         payload = encode_json(jsonrpc.request(method, params, call.request_id))
         props = self._properties(artifact_mode)
         while True:
@@ -512,6 +555,11 @@ class Requester:
             delay = min(delay * 2, max_interval_s)
 
     def close(self) -> None:
+        if self.ubsp is not None and self.session.connected:
+            try:  # our key metadata goes with us (retained messages outlive the session)
+                self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit, clear=True), timeout=2.0)
+            except SessionError:
+                pass
         self.session.close()
         if self._route_store is not None:
             self._route_store.close()
@@ -705,3 +753,11 @@ class Stream:
         from .reprs import stream_html
 
         return stream_html(self)
+
+
+def _is_error(payload: bytes) -> bool:
+    """Is ``payload`` a JSON-RPC error response (and nothing else)?"""
+    try:
+        return not jsonrpc.parse_response(payload).ok
+    except (A2AError, ValueError, TypeError):
+        return False

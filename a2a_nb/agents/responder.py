@@ -15,18 +15,21 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
-from ..protocol import errors, inbound, jsonrpc, messages, pools, properties, states, topics
+from ..protocol import errors, inbound, jsonrpc, messages, pools, properties, states, topics, ubsp
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
 from .auth import BearerPolicy
 from .context import TaskContext
-from .reply_paths import BLOCKING, STREAM, Listener
+from .reply_paths import BLOCKING, STREAM, Listener, Seal
 from .runtime import TaskCanceled, TaskRuntime, trim_history
+
+if TYPE_CHECKING:
+    from ..ubsp.protection import Ubsp
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +112,13 @@ class Responder:
         members_allowed: Optional[Iterable[str]] = None,
         auth: Optional[BearerPolicy] = None,
         options: ResponderOptions = ResponderOptions(),
+        ubsp: Optional["Ubsp"] = None,
         start: bool = True,
     ):
         self.org, self.unit, self.agent = org, unit, agent
         self.handler = handler
-        self.card = card
+        self.ubsp = ubsp
+        self.card = _with_extension(card, ubsp.card_extension()) if (card is not None and ubsp is not None) else card
         self.runtime = runtime or TaskRuntime()
         self.pool = pool
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
@@ -149,6 +154,8 @@ class Responder:
                                keepalive=self.options.keepalive)
         self.session.on_reconnect = self._on_reconnect
         self.session.on_close = self._closed_without_stop
+        if self.ubsp is not None:
+            self.ubsp.bind(self.session)
         self.runtime.register(self)
         for i in range(0 if self.options.inline else self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
@@ -435,8 +442,17 @@ class Responder:
 
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
+        opened = False
+        if self.ubsp is not None and ubsp.is_protected(msg) and self._answerable(msg):
+            try:  # Untrusted-Broker Security Profile 8, 11, 12: checked and opened before anything else
+                msg = self.ubsp.open_request(msg)
+                opened = True
+            except ValueError as exc:  # SealError, UntrustedKeySource: misaddressed, tampered, replayed, no key
+                log.warning("%s refused a ubsp-v1 request: %s", self.agent, exc)
+                self._refuse_protected(msg, str(exc), pooled)
+                return
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.options.max_request_bytes,
-                                        self.reply_namespaces)
+                                        self.reply_namespaces, opened)
         if isinstance(verdict, inbound.Drop):
             self.stats.dropped += 1
             log.warning("%s dropped a request on %s: %s", self.agent, msg.topic, verdict.reason)
@@ -464,7 +480,36 @@ class Responder:
             mode = properties.MODE_BINARY if (v.artifact_mode == properties.MODE_BINARY and self.options.binary_artifacts
                                               and kind == STREAM) else properties.MODE_JSON
         topic, correlation = _reply_path(msg)
-        return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length)
+        seal = self._seal_for(msg)
+        if seal is not None and mode == properties.MODE_BINARY:
+            mode = properties.MODE_JSON  # a protected stream's chunks are JWE text, never native binary
+        return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length, seal=seal)
+
+    def _refuse_protected(self, msg: MqttMessage, why: str, pooled: bool) -> None:
+        """``transport_protocol_error`` for a ubsp-v1 request that cannot be opened (Untrusted-Broker
+        Security Profile 11): sealed to the requester when it has a trusted key, else in plaintext
+        (the error says only why; without a key there is nobody to seal it to)."""
+        self.stats.errors += 1
+        seal = self._seal_for(msg)
+        err = errors.transport_protocol_error(f"ubsp-v1: {why}")
+        self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
+                                                     jsonrpc.error_response(None, err),
+                                                     lambda m, sender: (seal and seal(m, sender)) or m)])
+
+    def _seal_for(self, msg: MqttMessage) -> Optional[Seal]:
+        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1 (the
+        requester's own key when it has a trusted one, so even an error can be read only by it)."""
+        if self.ubsp is None or not ubsp.is_protected(msg):
+            return None
+        protection, requester = self.ubsp, msg.user_property(properties.REQUESTER_AGENT_ID) or ""
+
+        def seal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
+            try:
+                return protection.seal_reply(reply, sender, requester)
+            except ValueError as exc:  # no trusted key for the requester: the reply is not sent at all
+                log.warning("%s cannot seal a reply to %s: %s", self.agent, requester, exc)
+                return None
+        return seal
 
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
         """One checked request: the runtime decides, its outbox sends (in order)."""
@@ -549,12 +594,12 @@ class Responder:
     # -- replies (the runtime decides who sends, the outbox publishes) ---------------------------------
     def _reply_result(self, msg: MqttMessage, v: inbound.Accepted, rec, result, pooled: bool) -> None:
         self.runtime.outbox.send([self.runtime.reply(rec, self.agent, pooled, *_reply_path(msg),
-                                                     jsonrpc.result_response(v.request_id, result))])
+                                                     jsonrpc.result_response(v.request_id, result), self._seal_for(msg))])
 
     def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
         self.stats.errors += 1
         self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
-                                                     jsonrpc.error_response(request_id, err))])
+                                                     jsonrpc.error_response(request_id, err), self._seal_for(msg))])
 
 
 def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:
@@ -562,3 +607,10 @@ def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:
     ``Responder._answerable``) has already found to carry both."""
     assert msg.response_topic is not None and msg.correlation_data is not None
     return msg.response_topic, msg.correlation_data
+
+
+def _with_extension(card: dict, extension: dict) -> dict:
+    """A copy of ``card`` whose ``capabilities.extensions`` also declares ``extension``."""
+    caps = dict(card.get("capabilities") or {})
+    caps["extensions"] = [e for e in caps.get("extensions") or [] if e.get("uri") != extension["uri"]] + [extension]
+    return {**card, "capabilities": caps}

@@ -32,7 +32,7 @@ from ..protocol.packet import MqttMessage, encode_json
 from ..protocol.streams import STREAM_SEQ
 from .live import LiveAgent
 from .outbox import Outbox
-from .reply_paths import BLOCKING, STREAM, Listener, Outgoing
+from .reply_paths import BLOCKING, STREAM, Listener, Outgoing, Seal
 from .store import MemoryTaskStore, TaskRecord, TaskStore
 
 log = logging.getLogger(__name__)
@@ -334,13 +334,15 @@ class TaskRuntime:
         return Update(done.record, out + done.outgoing)
 
     def reply(self, rec: Optional[TaskRecord], received_by: str, pooled: bool, response_topic: str,
-              correlation: bytes, payload: dict) -> Outgoing:
+              correlation: bytes, payload: dict, seal: Optional[Seal] = None) -> Outgoing:
         """One answer to one request (a result or an error), sent by whoever answers for the task
-        now; ``a2a-responder-agent-id`` when that is not the addressee, or the request was pooled."""
+        now; ``a2a-responder-agent-id`` when that is not the addressee, or the request was pooled.
+        ``seal``: a ubsp-v1 request's answer is sealed to its requester."""
         sender = self.sender_for(rec.owner if rec else None, received_by)
         props = properties.responder_id(sender, received_by, pooled) if sender else ()
-        return Outgoing(sender, MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
-                                            user_properties=tuple(props)))
+        msg = MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
+                          user_properties=tuple(props))
+        return Outgoing(*_sealed(sender, msg, seal))
 
     # -- what each listener gets -----------------------------------------------------------------------
     def _notify(self, out: list[Outgoing], rec: TaskRecord, entry: _TaskEntry, events: list[dict],
@@ -396,10 +398,18 @@ class TaskRuntime:
             if listener.artifact_mode is not None:
                 props += ((properties.ARTIFACT_MODE, listener.artifact_mode),)
             props += extra
-        out.append(Outgoing(sender, MqttMessage(listener.response_topic, payload, qos=1,
-                                                correlation_data=listener.correlation, user_properties=props,
-                                                content_type=content_type, payload_format=payload_format),
-                            listener))
+        msg = MqttMessage(listener.response_topic, payload, qos=1, correlation_data=listener.correlation,
+                          user_properties=props, content_type=content_type, payload_format=payload_format)
+        out.append(Outgoing(*_sealed(sender, msg, listener.seal), listener))
+
+
+def _sealed(sender: Optional[str], msg: MqttMessage, seal: Optional[Seal]) -> tuple[Optional[str], MqttMessage]:
+    """``(sender, message)``, the message sealed when its path asks for it; a message that cannot be
+    sealed has no sender (the outbox drops it, the path is lost): never sent in plaintext."""
+    if seal is None or sender is None:
+        return sender, msg
+    sealed = seal(msg, sender)
+    return (sender, sealed) if sealed is not None else (None, msg)
 
 
 def trim_history(task: dict, history_length: Optional[int]) -> dict:

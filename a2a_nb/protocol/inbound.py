@@ -27,6 +27,7 @@ from .errors import A2AError
 from .ids import is_uuid4
 from .packet import MqttMessage
 from .topics import parse_topic
+from .ubsp import PROFILE as UBSP_PROFILE
 
 JSON_CONTENT_TYPES = frozenset({"application/json", "application/json-rpc", "application/json; charset=utf-8"})
 ROLES = frozenset({"ROLE_USER", "ROLE_AGENT"})
@@ -110,17 +111,19 @@ def is_expired(msg: MqttMessage, now: float) -> bool:
     return now > msg.received_at + msg.message_expiry
 
 
-def check_binding(msg: MqttMessage, my_agent_id: str) -> Optional[A2AError]:
-    """Binding metadata this kit can act on (-32005 ``transport_protocol_error`` when invalid)."""
+def check_binding(msg: MqttMessage, my_agent_id: str, opened_ubsp: bool = False) -> Optional[A2AError]:
+    """Binding metadata this kit can act on (-32005 ``transport_protocol_error`` when invalid).
+    ``opened_ubsp``: the responder opened this ``ubsp-v1`` request itself (``a2a_nb.ubsp``), so the
+    profile's property is expected; else any security profile is one this responder cannot speak."""
+    profile = msg.user_property(properties.SECURITY_PROFILE)
+    if profile is not None and not (opened_ubsp and profile == UBSP_PROFILE):
+        return errors.transport_protocol_error(f"security profile {profile!r} is not supported by this responder")
     if msg.payload_format == 0:
         return errors.transport_protocol_error("requests are JSON-RPC text: Payload Format Indicator must be 1 or absent")
     if msg.content_type is not None and msg.content_type.split(";")[0].strip().lower() not in {
         c.split(";")[0] for c in JSON_CONTENT_TYPES
     }:
         return errors.transport_protocol_error(f"unsupported request Content Type {msg.content_type!r}; use application/json")
-    profile = msg.user_property(properties.SECURITY_PROFILE)
-    if profile is not None:
-        return errors.transport_protocol_error(f"security profile {profile!r} is not supported by this responder")
     recipient = msg.user_property(properties.RECIPIENT_AGENT_ID)
     if recipient is not None and recipient != my_agent_id:
         return errors.transport_protocol_error(f"a2a-recipient-agent-id {recipient!r} is not this responder ({my_agent_id})")
@@ -136,8 +139,8 @@ def repeated_authorization(msg: MqttMessage) -> Optional[A2AError]:
 
 
 def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Optional[int] = None,
-                  reply_namespaces: tuple[str, ...] = ("$a2a/v1/reply/",)) -> Verdict:
-    """Steps 1-5 of the module docstring on one received request.
+                  reply_namespaces: tuple[str, ...] = ("$a2a/v1/reply/",), opened_ubsp: bool = False) -> Verdict:
+    """Steps 1-5 of the module docstring on one received request (``opened_ubsp``: see ``check_binding``).
 
     ``reply_namespaces``: the prefixes a Response Topic must start with (see ``reply_path_problem``).
 
@@ -161,7 +164,7 @@ def check_request(msg: MqttMessage, now: float, my_agent_id: str, max_bytes: Opt
     request_id = jsonrpc.request_id_of(msg.payload if isinstance(req, A2AError) else req)
     if is_expired(msg, now):
         return Rejected(request_id, errors.request_expired("the request's Message Expiry Interval ran out before processing"))
-    binding_problem = check_binding(msg, my_agent_id)
+    binding_problem = check_binding(msg, my_agent_id, opened_ubsp)
     if binding_problem is not None:
         return Rejected(request_id, binding_problem)
     if isinstance(req, A2AError):

@@ -1,0 +1,139 @@
+"""An agent's key pair for ``ubsp-v1``, and sealing and opening payloads with it (``jwcrypto``).
+
+Profile: Optional Untrusted-Broker Security Profile 4-6, 12. A sealed payload is a JWE (compact
+serialization, MQTT Content Type ``application/jose``) encrypted to the recipient's encryption key
+(``ECDH-ES+A256KW`` with ``A256GCM``): the broker cannot read it, and any change to it makes the
+decryption fail. Inside is a JWS (``ES256``) by the sender's signing key, whose protected header
+holds the claims (``iss``, ``aud``, ``jti``, ``iat``, ``exp``: :func:`a2a_nb.protocol.ubsp.claims`)
+and whose payload is the JSON-RPC message, byte for byte. Why sign as well as encrypt: anyone can
+encrypt to a public key, the broker included; only the sender can sign, so a recipient knows who
+sealed what it opens (the profile asks for encryption; the signature is this kit's choice).
+
+Library: ``jwcrypto`` (pinned in requirements.txt), a maintained JOSE implementation with JWE and
+JWS in compact form, built on ``cryptography``, which the kit already uses; no cryptography is
+written here, only the choice of algorithms and claims.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+from jwcrypto import jwe, jwk, jws
+from jwcrypto.common import JWException, json_encode
+
+from ..protocol import ubsp
+
+SIGN_ALG = "ES256"
+KEY_ALG = "ECDH-ES+A256KW"
+CONTENT_ALG = "A256GCM"
+MAX_SEALED_BYTES = 4 * 1024 * 1024
+"""A sealed payload above this size is refused before it is parsed."""
+
+
+class SealError(ValueError):
+    """A payload could not be sealed or opened; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class Opened:
+    """An opened payload: the JSON-RPC bytes and the claims they were sealed with."""
+
+    payload: bytes
+    claims: dict[str, Any]
+
+    @property
+    def sender(self) -> str:
+        return str(self.claims["iss"])
+
+
+class AgentKeys:
+    """One agent's signing and encryption keys (EC P-256), made fresh, or loaded from a private JWK Set."""
+
+    def __init__(self, agent: str, private_jwks: Optional[Mapping[str, Any]] = None):
+        self.agent = agent
+        if private_jwks is None:
+            tag = uuid.uuid4().hex[:8]
+            self.signing = jwk.JWK.generate(kty="EC", crv="P-256", kid=f"{agent}-sig-{tag}", use="sig", alg=SIGN_ALG)
+            self.encryption = jwk.JWK.generate(kty="EC", crv="P-256", kid=f"{agent}-enc-{tag}", use="enc", alg=KEY_ALG)
+        else:
+            keys = jwk.JWKSet.from_json(json.dumps(dict(private_jwks)))
+            self.signing = _one(keys, "sig")
+            self.encryption = _one(keys, "enc")
+        self._replays = ubsp.ReplayCache()
+        self._lock = threading.Lock()
+
+    @property
+    def encryption_kid(self) -> str:
+        return str(self.encryption.get("kid"))
+
+    def public_jwks(self) -> dict[str, Any]:
+        """The public JWK Set others encrypt to and verify with (what a ``jwksUri`` serves)."""
+        return {"keys": [self.signing.export_public(as_dict=True), self.encryption.export_public(as_dict=True)]}
+
+    def private_jwks(self) -> dict[str, Any]:
+        """Both private keys, to keep the agent's identity across restarts (store it like a password)."""
+        return {"keys": [self.signing.export_private(as_dict=True), self.encryption.export_private(as_dict=True)]}
+
+    def seal(self, payload: bytes, recipient: str, recipient_jwks: Mapping[str, Any], *,
+             now: Optional[float] = None) -> str:
+        """``payload`` signed by this agent and encrypted to ``recipient``'s encryption key."""
+        enc = _one(_keyset(recipient_jwks, recipient), "enc")
+        header = {"alg": SIGN_ALG, "kid": self.signing.get("kid"),
+                  **ubsp.claims(self.agent, recipient, str(uuid.uuid4()), now)}
+        inner = jws.JWS(bytes(payload))
+        inner.add_signature(self.signing, None, json_encode(header))
+        outer = jwe.JWE(inner.serialize(compact=True).encode(),
+                        protected=json_encode({"alg": KEY_ALG, "enc": CONTENT_ALG, "kid": enc.get("kid"), "cty": "JWS"}))
+        outer.add_recipient(enc)
+        return str(outer.serialize(compact=True))
+
+    def open(self, sealed: bytes, sender: str, sender_jwks: Callable[[str], Mapping[str, Any]], *,
+             now: float) -> Opened:
+        """Decrypt with this agent's key, verify ``sender``'s signature (its keys from ``sender_jwks``,
+        called only after the decryption worked), check the claims and the replay cache."""
+        if len(sealed) > MAX_SEALED_BYTES:
+            raise SealError(f"sealed payload of {len(sealed):,} bytes, above {MAX_SEALED_BYTES:,}")
+        try:
+            outer = jwe.JWE()
+            outer.deserialize(bytes(sealed).decode("ascii"), key=self.encryption)
+            inner = jws.JWS()
+            inner.deserialize(outer.payload.decode("ascii"))
+        except (JWException, ValueError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            raise SealError(f"cannot decrypt: {_why(exc)}") from None
+        header = inner.jose_header if isinstance(inner.jose_header, dict) else {}
+        if header.get("alg") != SIGN_ALG:
+            raise SealError(f"inner signature algorithm {header.get('alg')!r} is not {SIGN_ALG}")
+        try:
+            keys = _keyset(sender_jwks(sender), sender)
+            inner.verify(_one(keys, "sig", header.get("kid")))
+        except (JWException, ValueError, KeyError, TypeError) as exc:
+            raise SealError(f"signature of {sender} not valid: {_why(exc)}") from None
+        problem = ubsp.claims_problem(header, sender, self.agent, now)
+        if problem is None:
+            with self._lock:
+                problem = self._replays.check(header["jti"], float(header["exp"]), now)
+        if problem is not None:
+            raise SealError(problem)
+        return Opened(bytes(inner.payload), {k: header[k] for k in ("iss", "aud", "jti", "iat", "exp")})
+
+
+def _keyset(jwks: Mapping[str, Any], owner: str) -> jwk.JWKSet:
+    try:
+        return jwk.JWKSet.from_json(json.dumps(dict(jwks)))
+    except (JWException, ValueError, TypeError) as exc:
+        raise SealError(f"the key set of {owner} is not a JWK Set: {_why(exc)}") from None
+
+
+def _one(keys: jwk.JWKSet, use: str, kid: Optional[str] = None) -> jwk.JWK:
+    """The key for ``use`` (``sig`` or ``enc``) in a set, by ``kid`` when one is named."""
+    for key in keys:
+        if key.get("use") == use and (kid is None or key.get("kid") == kid):
+            return key
+    raise SealError(f"no {use} key" + (f" with kid {kid!r}" if kid else "") + " in the key set")
+
+
+def _why(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__).splitlines()[0][:200]

@@ -1,0 +1,112 @@
+"""One agent's side of ``ubsp-v1``: its keys, whom it trusts, and the four steps of an interaction.
+
+Profile: Optional Untrusted-Broker Security Profile 3-12. A requester seals a request to the
+responder and opens the replies; a responder opens the request and seals every reply and stream
+item to the requester. Each step turns one :class:`~a2a_nb.protocol.packet.MqttMessage` into
+another: sealed messages carry the JOSE Content Type and the profile's user properties, opened ones
+carry the plain JSON-RPC payload, so everything else in the kit handles them as it handles any
+message. :class:`Ubsp` is given to a ``Requester`` or ``Responder`` (``ubsp=...``); it is bound to
+the agent's session when the agent starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Optional
+
+from ..mqtt.session import Session
+from ..protocol import properties, topics, ubsp
+from ..protocol.packet import MqttMessage
+from .directory import KeyDirectory
+from .keys import AgentKeys, SealError
+from .trust import KeyTrust, UntrustedKeySource
+
+
+class Ubsp:
+    """``keys``: this agent's keys; ``trust``: which key metadata to believe; ``metadata``: where
+    others find this agent's public keys (``{"jwksUri": url}`` served by a trusted host, or
+    ``{"jwks": keys.public_jwks()}`` for peers that trust inline sets)."""
+
+    def __init__(self, keys: AgentKeys, trust: KeyTrust, metadata: Optional[dict[str, Any]] = None):
+        self.keys, self.trust = keys, trust
+        self.metadata = metadata if metadata is not None else {"jwks": keys.public_jwks()}
+        self.directory: Optional[KeyDirectory] = None
+        self.refused = 0  # protected messages that could not be opened (tampered, replayed, untrusted, misaddressed)
+
+    @property
+    def agent(self) -> str:
+        return self.keys.agent
+
+    def bind(self, session: Session) -> None:
+        """Follow peers' key metadata through ``session`` (called by the agent when it starts)."""
+        self.directory = KeyDirectory(session, self.trust)
+
+    def card_extension(self) -> dict[str, Any]:
+        """The Agent Card extension that offers ``ubsp-v1`` with this agent's key metadata."""
+        return ubsp.card_extension(self.metadata)
+
+    def key_metadata_message(self, org: str, unit: str, clear: bool = False) -> MqttMessage:
+        """A requester's retained key metadata (``clear``: the empty retained message that removes it)."""
+        return ubsp.key_metadata_message(org, unit, self.agent, None if clear else self.metadata)
+
+    def _peer_jwks(self, org: str, unit: str, agent: str) -> dict[str, Any]:
+        if self.directory is None:
+            raise UntrustedKeySource(f"{self.agent} is not connected: it cannot look up {agent}'s keys")
+        return self.directory.jwks(org, unit, agent)
+
+    # -- requester side -------------------------------------------------------------------------------
+    def seal_request(self, msg: MqttMessage, org: str, unit: str, recipient: str) -> MqttMessage:
+        """``msg`` with its payload sealed to ``recipient`` (items 5, 8); :class:`UntrustedKeySource`
+        when the recipient has no trusted key (fail closed: no plaintext fallback)."""
+        jwks = self._peer_jwks(org, unit, recipient)
+        sealed = self.keys.seal(msg.payload, recipient, jwks)
+        return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
+                                   user_properties=msg.user_properties + ubsp.request_properties(self.agent, recipient))
+
+    def open_reply(self, msg: MqttMessage, org: str, unit: str) -> MqttMessage:
+        """A protected reply opened (item 9); :class:`SealError` when it is not one from the agent it names."""
+        problem = ubsp.response_problem(msg, self.agent)
+        if problem is not None:
+            raise SealError(problem)
+        responder = msg.user_property(properties.RESPONDER_AGENT_ID) or ""
+        return self._open(msg, responder, org, unit)
+
+    # -- responder side -------------------------------------------------------------------------------
+    def open_request(self, msg: MqttMessage) -> MqttMessage:
+        """A protected request opened (items 8, 11, 12): the JSON-RPC payload, and of the profile's
+        properties only ``a2a-security-profile`` and ``a2a-requester-agent-id``, which tell the
+        responder to seal its replies to that requester. :class:`SealError` names the problem (the
+        responder answers ``transport_protocol_error``)."""
+        problem = ubsp.request_problem(msg, self.agent)
+        if problem is not None:
+            raise SealError(problem)
+        requester = msg.user_property(properties.REQUESTER_AGENT_ID) or ""
+        org, unit = _org_unit(msg.response_topic)
+        opened = self._open(msg, requester, org, unit)
+        return dataclasses.replace(opened, user_properties=opened.user_properties + (
+            (properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester)))
+
+    def seal_reply(self, msg: MqttMessage, sender: str, requester: str) -> MqttMessage:
+        """A reply or stream item sealed by ``sender`` (this agent) to ``requester`` (items 6, 9)."""
+        org, unit = _org_unit(msg.topic)
+        sealed = self.keys.seal(msg.payload, requester, self._peer_jwks(org, unit, requester))
+        props = tuple((k, v) for k, v in msg.user_properties if k != properties.RESPONDER_AGENT_ID)
+        return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
+                                   user_properties=props + ubsp.response_properties(requester, sender))
+
+    def _open(self, msg: MqttMessage, sender: str, org: str, unit: str) -> MqttMessage:
+        try:
+            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who), now=time.time())
+        except (SealError, UntrustedKeySource):
+            self.refused += 1
+            raise
+        return dataclasses.replace(msg, payload=opened.payload, content_type=None, payload_format=None,
+                                   user_properties=ubsp.without_ubsp(msg.user_properties))
+
+
+def _org_unit(topic: Optional[str]) -> tuple[str, str]:
+    """The org and unit of a reply topic (where a requester's metadata is looked up)."""
+    info = topics.parse_topic(topic or "")
+    if info is None:
+        raise SealError(f"cannot tell the requester's org and unit from {topic!r}")
+    return info.org, info.unit
