@@ -1,0 +1,74 @@
+"""Sealing and opening with an agent's keys (a2a_nb.ubsp.keys), no broker: JWS (ES256) in JWE
+(ECDH-ES+A256KW, A256GCM), claims and replay cache. Profile: Untrusted-Broker Security Profile 4-6, 12."""
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import pytest
+
+from a2a_nb.ubsp.keys import MAX_SEALED_BYTES, AgentKeys, SealError
+
+PAYLOAD = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return AgentKeys("coordinator"), AgentKeys("analyst")
+
+
+def opener(pair):
+    coordinator, _ = pair
+    return lambda who: coordinator.public_jwks()
+
+
+def test_only_the_recipient_opens_and_gets_the_payload_byte_for_byte(pair):
+    coordinator, analyst = pair
+    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks())
+    assert sealed.count(".") == 4 and b"SendMessage" not in sealed.encode()
+    header = json.loads(base64.urlsafe_b64decode(sealed.split(".")[0] + "=="))
+    assert header == {"alg": "ECDH-ES+A256KW", "enc": "A256GCM", "kid": analyst.encryption_kid, "cty": "JWS",
+                      "epk": header["epk"]}
+    fresh = AgentKeys("analyst", analyst.private_jwks())  # the same identity, restarted: its own replay cache
+    opened = fresh.open(sealed.encode(), "coordinator", opener(pair), now=time.time())
+    assert opened.payload == PAYLOAD and opened.sender == "coordinator" and opened.claims["aud"] == "analyst"
+    with pytest.raises(SealError, match="cannot decrypt"):
+        AgentKeys("analyst").open(sealed.encode(), "coordinator", opener(pair), now=time.time())
+
+
+def test_replayed_expired_misattributed_or_tampered_payloads_are_refused(pair):
+    coordinator, analyst = pair
+    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    analyst.open(sealed, "coordinator", opener(pair), now=time.time())
+    with pytest.raises(SealError, match="replayed"):
+        analyst.open(sealed, "coordinator", opener(pair), now=time.time())
+    other = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    with pytest.raises(SealError, match="expired"):
+        AgentKeys("analyst", analyst.private_jwks()).open(other, "coordinator", opener(pair), now=time.time() + 120)
+    with pytest.raises(SealError, match="not by mallory"):
+        AgentKeys("analyst", analyst.private_jwks()).open(other, "mallory", opener(pair), now=time.time())
+    flipped = other[:-8] + (b"A" if other[-8:-7] != b"A" else b"B") + other[-7:]
+    with pytest.raises(SealError, match="cannot decrypt"):
+        AgentKeys("analyst", analyst.private_jwks()).open(flipped, "coordinator", opener(pair), now=time.time())
+    with pytest.raises(SealError, match="above"):
+        analyst.open(b"a" * (MAX_SEALED_BYTES + 1), "coordinator", opener(pair), now=time.time())
+
+
+def test_a_signature_by_another_key_under_the_senders_name_is_refused(pair):
+    coordinator, analyst = pair
+    impostor = AgentKeys("coordinator")  # the same name, a key of its own (what the broker could make)
+    sealed = impostor.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    with pytest.raises(SealError, match="signature of coordinator not valid"):
+        analyst.open(sealed, "coordinator", opener(pair), now=time.time())
+
+
+def test_key_sets_without_the_needed_key_are_named(pair):
+    coordinator, analyst = pair
+    only_sig = {"keys": [analyst.public_jwks()["keys"][0]]}
+    with pytest.raises(SealError, match="no enc key"):
+        coordinator.seal(PAYLOAD, "analyst", only_sig)
+    with pytest.raises(SealError, match="not a JWK Set"):
+        coordinator.seal(PAYLOAD, "analyst", {"keys": "nope"})
+    public = coordinator.public_jwks()
+    assert all("d" not in k for k in public["keys"]) and {k["use"] for k in public["keys"]} == {"sig", "enc"}
