@@ -156,6 +156,8 @@ class Responder:
         self.session.on_close = self._closed_without_stop
         if self.ubsp is not None:
             self.ubsp.bind(self.session)
+            if self.card is None and not self.pool:  # no card to carry its key metadata: its event topic does
+                self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit))
         self.runtime.register(self)
         for i in range(0 if self.options.inline else self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
@@ -344,6 +346,11 @@ class Responder:
                 self._announce(properties.OFFLINE, timeout=2)
             except Exception as exc:
                 log.warning("%s: could not publish offline presence: %s", self.agent, exc)
+        if self.ubsp is not None and self.card is None and not self.pool:
+            try:  # its key metadata goes with it (a retained message outlives the session)
+                self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit, clear=True), timeout=2)
+            except Exception as exc:
+                log.warning("%s: could not clear its key metadata: %s", self.agent, exc)
         self._shutdown_workers()
         self.session.close()
         self.runtime.unregister(self)

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from ..agents.context import TaskContext
 from ..agents.recovery import fail_orphaned_tasks
@@ -38,6 +38,9 @@ from ..protocol import cards, errors, messages
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from . import analysis, ticket_data
+
+if TYPE_CHECKING:
+    from ..ubsp.protection import Ubsp
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +196,8 @@ class TicketDesk:
 
     def __init__(self, *, org: str = "acme", unit: str = "support", broker: BrokerChoice = None,
                  handover: str = "first-reply", store_path: Optional[str] = None, pace: float = 0.05,
-                 seed: Optional[int] = None, pool: Optional[str] = None, max_analysts: int = MAX_ANALYSTS):
+                 seed: Optional[int] = None, pool: Optional[str] = None, max_analysts: int = MAX_ANALYSTS,
+                 ubsp: Optional["Ubsp"] = None):
         if handover not in HANDOVER_PLANS:
             raise ValueError(f"handover must be one of {HANDOVER_PLANS}, got {handover!r}")
         if max_analysts < 1:
@@ -219,9 +223,10 @@ class TicketDesk:
         if self.orphans_failed:
             log.info("ticket-desk: %d task(s) were running when the desk last stopped; marked failed",
                      len(self.orphans_failed))
+        self.ubsp = ubsp  # ubsp-v1: the desk's keys also speak for the analysts it spawns
         self.desk = Responder("ticket-desk", self._desk_handler, org=org, unit=unit, card=desk_card(org, unit),
                               runtime=self.runtime, broker=broker_for(broker, "ticket-desk"), pool=pool,
-                              options=ResponderOptions(ids=self.ids, admit=self._admit))
+                              options=ResponderOptions(ids=self.ids, admit=self._admit), ubsp=ubsp)
 
     def _logins(self, broker: BrokerChoice) -> BrokerChoice:
         """What the analysts connect with: ``broker``, or, when its URL logs in as the desk, the same URL
@@ -304,7 +309,8 @@ class TicketDesk:
         if slot.analyst is None or not slot.analyst.alive:
             inst = Responder(slot.name, self._analyst_handler, org=self.org, unit=self.unit, runtime=self.runtime,
                              broker=broker_for(self._analysts_broker, slot.name),
-                             options=ResponderOptions(ids=self.ids, workers=2))
+                             options=ResponderOptions(ids=self.ids, workers=2),
+                             ubsp=self.ubsp.for_instance(slot.name) if self.ubsp is not None else None)
             with self._lock:
                 slot.analyst = inst
                 self.instances.append(inst)

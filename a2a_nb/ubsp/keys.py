@@ -78,11 +78,13 @@ class AgentKeys:
         return {"keys": [self.signing.export_private(as_dict=True), self.encryption.export_private(as_dict=True)]}
 
     def seal(self, payload: bytes, recipient: str, recipient_jwks: Mapping[str, Any], *,
-             now: Optional[float] = None) -> str:
-        """``payload`` signed by this agent and encrypted to ``recipient``'s encryption key."""
+             sender: Optional[str] = None, now: Optional[float] = None) -> str:
+        """``payload`` signed with these keys and encrypted to ``recipient``'s encryption key.
+        ``sender``: the agent named as its author (``iss``), when these keys speak for an instance
+        the agent spawned (see :meth:`a2a_nb.ubsp.protection.Ubsp.for_instance`)."""
         enc = _one(_keyset(recipient_jwks, recipient), "enc")
         header = {"alg": SIGN_ALG, "kid": self.signing.get("kid"),
-                  **ubsp.claims(self.agent, recipient, str(uuid.uuid4()), now)}
+                  **ubsp.claims(sender or self.agent, recipient, str(uuid.uuid4()), now)}
         inner = jws.JWS(bytes(payload))
         inner.add_signature(self.signing, None, json_encode(header))
         outer = jwe.JWE(inner.serialize(compact=True).encode(),
@@ -91,9 +93,10 @@ class AgentKeys:
         return str(outer.serialize(compact=True))
 
     def open(self, sealed: bytes, sender: str, sender_jwks: Callable[[str], Mapping[str, Any]], *,
-             now: float) -> Opened:
+             now: float, recipient: Optional[str] = None) -> Opened:
         """Decrypt with this agent's key, verify ``sender``'s signature (its keys from ``sender_jwks``,
-        called only after the decryption worked), check the claims and the replay cache."""
+        called only after the decryption worked), check the claims (sealed for ``recipient``, by
+        default this agent) and the replay cache."""
         if len(sealed) > MAX_SEALED_BYTES:
             raise SealError(f"sealed payload of {len(sealed):,} bytes, above {MAX_SEALED_BYTES:,}")
         try:
@@ -111,7 +114,7 @@ class AgentKeys:
             inner.verify(_one(keys, "sig", header.get("kid")))
         except (JWException, ValueError, KeyError, TypeError) as exc:
             raise SealError(f"signature of {sender} not valid: {_why(exc)}") from None
-        problem = ubsp.claims_problem(header, sender, self.agent, now)
+        problem = ubsp.claims_problem(header, sender, recipient or self.agent, now)
         if problem is None:
             with self._lock:
                 problem = self._replays.check(header["jti"], float(header["exp"]), now)

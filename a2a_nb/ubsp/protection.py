@@ -10,6 +10,7 @@ the agent's session when the agent starts.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from typing import Any, Optional
@@ -29,17 +30,27 @@ class Ubsp:
 
     def __init__(self, keys: AgentKeys, trust: KeyTrust, metadata: Optional[dict[str, Any]] = None):
         self.keys, self.trust = keys, trust
+        self.agent = keys.agent
         self.metadata = metadata if metadata is not None else {"jwks": keys.public_jwks()}
         self.directory: Optional[KeyDirectory] = None
+        self.speaks_for = {self.agent}  # this agent and the instances it spawned (``for_instance``)
         self.refused = 0  # protected messages that could not be opened (tampered, replayed, untrusted, misaddressed)
 
-    @property
-    def agent(self) -> str:
-        return self.keys.agent
+    def for_instance(self, agent: str) -> "Ubsp":
+        """The protection of an instance this (card) agent spawns for a handover: the card agent's
+        keys speak for it. The instance has no card, so it publishes the card agent's key metadata on
+        its own event topic: a requester resolves the instance's keys like any agent's, and a
+        ``jwksUri`` only a trusted host serves is what it gets (Optional Task Handover under ubsp-v1)."""
+        view = copy.copy(self)
+        view.agent = agent
+        self.speaks_for.add(agent)
+        return view
 
     def bind(self, session: Session) -> None:
-        """Follow peers' key metadata through ``session`` (called by the agent when it starts)."""
-        self.directory = KeyDirectory(session, self.trust)
+        """Follow peers' key metadata through ``session`` (called by the agent when it starts; an
+        instance shares its card agent's directory)."""
+        if self.directory is None:
+            self.directory = KeyDirectory(session, self.trust)
 
     def card_extension(self) -> dict[str, Any]:
         """The Agent Card extension that offers ``ubsp-v1`` with this agent's key metadata."""
@@ -59,7 +70,7 @@ class Ubsp:
         """``msg`` with its payload sealed to ``recipient`` (items 5, 8); :class:`UntrustedKeySource`
         when the recipient has no trusted key (fail closed: no plaintext fallback)."""
         jwks = self._peer_jwks(org, unit, recipient)
-        sealed = self.keys.seal(msg.payload, recipient, jwks)
+        sealed = self.keys.seal(msg.payload, recipient, jwks, sender=self.agent)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=msg.user_properties + ubsp.request_properties(self.agent, recipient))
 
@@ -87,16 +98,20 @@ class Ubsp:
             (properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester)))
 
     def seal_reply(self, msg: MqttMessage, sender: str, requester: str) -> MqttMessage:
-        """A reply or stream item sealed by ``sender`` (this agent) to ``requester`` (items 6, 9)."""
+        """A reply or stream item sealed by ``sender`` (this agent, or an instance it spawned and
+        handed the task to) to ``requester`` (items 6, 9)."""
+        if sender not in self.speaks_for:
+            raise SealError(f"{self.agent}'s keys do not speak for {sender}")
         org, unit = _org_unit(msg.topic)
-        sealed = self.keys.seal(msg.payload, requester, self._peer_jwks(org, unit, requester))
+        sealed = self.keys.seal(msg.payload, requester, self._peer_jwks(org, unit, requester), sender=sender)
         props = tuple((k, v) for k, v in msg.user_properties if k != properties.RESPONDER_AGENT_ID)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=props + ubsp.response_properties(requester, sender))
 
     def _open(self, msg: MqttMessage, sender: str, org: str, unit: str) -> MqttMessage:
         try:
-            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who), now=time.time())
+            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who), now=time.time(),
+                                    recipient=self.agent)
         except (SealError, UntrustedKeySource):
             self.refused += 1
             raise

@@ -287,3 +287,44 @@ def test_a_plain_request_still_works_and_a_responder_without_ubsp_refuses_a_prot
     finally:
         plain.close()
         echo.stop()
+
+
+def test_the_ticket_story_with_handover_runs_under_ubsp(broker_url):
+    """The desk hands TCK-4821 to an analyst instance, which asks for the reproduction steps; the
+    coordinator answers the analyst directly, and gets the report: every request, reply and stream
+    item sealed. The analyst has no card: it publishes the desk's key metadata on its event topic,
+    and the desk's keys speak for it (its replies are signed in its own name with them)."""
+    from a2a_nb.story.cast import TicketDesk
+    from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
+
+    unit = uid("ubsp")
+    operator = Operator(broker_url)
+    desk = TicketDesk(org=ORG, unit=unit, broker=broker_url, handover="first-reply", pace=0.0,
+                      ubsp=Ubsp(AgentKeys("ticket-desk"), INLINE))
+    coordinator = Requester("coordinator", org=ORG, unit=unit, broker=broker_url,
+                            ubsp=Ubsp(AgentKeys("coordinator"), INLINE))
+    try:
+        stream = coordinator.stream("ticket-desk", TICKET_TEXT)
+        list(stream)
+        assert stream.state == "TASK_STATE_INPUT_REQUIRED"
+        analyst_id = coordinator.target_of(stream.task_id).agent
+        assert analyst_id and analyst_id.startswith("analyst-")
+        follow_up = coordinator.continue_task(stream, REPRO_TEXT, stream=True)
+        list(follow_up)
+        assert follow_up.state == "TASK_STATE_COMPLETED"
+        final = coordinator.get_task(stream.task_id)
+        assert final["artifacts"] and final["status"]["state"] == "TASK_STATE_COMPLETED"
+        time.sleep(0.3)
+        carried = operator.on("/request/") + operator.on("/reply/")
+        assert {m.properties.ContentType for m in carried} == {ubsp.CONTENT_TYPE}
+        assert all(b"TCK-4821" not in m.payload and b"refresh the order page" not in m.payload for m in carried)
+        to_analyst = [m for m in operator.on("/request/") if m.topic.endswith("/" + analyst_id)]
+        assert to_analyst and all(dict(m.properties.UserProperty)[properties.RECIPIENT_AGENT_ID] == analyst_id
+                                  for m in to_analyst)
+        by_analyst = [m for m in operator.on("/reply/")
+                      if dict(m.properties.UserProperty).get(properties.RESPONDER_AGENT_ID) == analyst_id]
+        assert by_analyst and coordinator.stats.refused == 0
+    finally:
+        coordinator.close()
+        desk.stop()
+        operator.close()
