@@ -22,6 +22,8 @@ def pytest_sessionstart(session):
     os.environ.setdefault("MPLBACKEND", "Agg")
     # `send` keeps its routes between runs under $XDG_STATE_HOME: the tests' own, never the user's
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="a2a-nb-test-state-")
+    # and `serve` / `send --ubsp` keep ubsp-v1 keys in a key home: the tests' own too
+    os.environ["A2A_UBSP_DIR"] = tempfile.mkdtemp(prefix="a2a-nb-test-ubsp-")
     if not os.environ.get(ENV_URL):
         _session_broker = EmbeddedBroker().start()
         os.environ[ENV_URL] = _session_broker.url

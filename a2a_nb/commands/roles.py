@@ -42,6 +42,9 @@ def register(sub) -> None:
     m.add_argument("agent", help="agent id, or pool:NAME")
     m.add_argument("text")
     m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
+    m.add_argument("--ubsp", action="store_true",
+                   help="ubsp-v1: seal the request and read sealed replies (end-to-end JWE; keys of this machine's "
+                        "key home, A2A_UBSP_DIR)")
     m.add_argument("--task", metavar="TASK_ID", default=None,
                    help="continue this interrupted task (input-required): the text is the answer, sent on the "
                         "same Task.id and contextId with a new messageId, to the agent that answers for the task "
@@ -74,16 +77,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     url = resolve(args.broker).url_with_secret
     stoppers = []
     banner = []  # printed once Ctrl-C is caught (wait_for_signal): a user who reads it can stop cleanly
+    local = _local_keys() if args.agent in SERVABLE_AGENTS else None
+    if local is not None:
+        stoppers.append(local.close)  # after the agents (stoppers run in reverse order)
     if args.agent == "echo":
         r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
-                      broker=url, options=ResponderOptions(inline=True))
+                      broker=url, options=ResponderOptions(inline=True),
+                      ubsp=local.ubsp(args.org, args.unit, "echo") if local else None)
         stoppers.append(r.stop)
         stopping = "echo (its card will say offline)"
         banner.append(f"echo serving on {r.request_topic} ({resolve(args.broker).url})")
     elif args.agent == "ticket-desk":
         try:
             desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover,
-                              store_path=args.store, pool=args.pool, pace=args.pace, max_analysts=args.max_analysts)
+                              store_path=args.store, pool=args.pool, pace=args.pace, max_analysts=args.max_analysts,
+                              ubsp=local.ubsp(args.org, args.unit, "ticket-desk") if local else None)
         except DeskLoginError as exc:  # the analysts would log in as the desk (README: The secure broker)
             raise CliError(str(exc), hint=exc.hint) from None
         except TaskStoreError as exc:  # a folder, a file of something else, a path it cannot write
@@ -107,12 +115,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
             banner.append(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)")
         stopping = f"the members of pool {args.pool} (their presence will say offline)"
 
+    if local is not None:
+        banner.append(f"ubsp-v1 accepted: keys served on https://{local.server.host_port} (key home {local.home})")
+
     def stop_all() -> None:
-        for stop in stoppers:
+        for stop in reversed(stoppers):
             stop()
 
     wait_for_signal(then=stop_all, stopping=stopping, ready="\n".join(banner))
     return 0
+
+
+def _local_keys():
+    """This machine's ubsp-v1 key home, opened (``a2a_nb.ubsp.local_keys``); None without the
+    ``secure`` extra (jwcrypto), then agents answer plain requests only."""
+    try:
+        from ..ubsp.local_keys import LocalKeys
+    except ImportError as exc:
+        print(f"note: ubsp-v1 is off ({exc}; install the 'secure' extra)", file=sys.stderr, flush=True)
+        return None
+    return LocalKeys()
 
 
 def cmd_send(args: argparse.Namespace) -> int:
@@ -128,8 +150,21 @@ def cmd_send(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     idle = args.idle_timeout if args.idle_timeout is not None else max(30.0, args.timeout)
     retry = RetryProfile(reply_first_timeout_s=args.timeout, stream_idle_timeout_s=idle)
-    req = Requester(sender_agent(args), org=args.org, unit=args.unit, broker=args.broker, retry=retry,
-                    routes_path=routes_path())
+    local = None
+    if args.ubsp:
+        if args.agent.startswith("pool:"):
+            raise UsageError("--ubsp seals a request to one agent's key: a pool has none (send to an agent)")
+        local = _local_keys()
+        if local is None:
+            raise UsageError("--ubsp needs the 'secure' extra (pip install 'a2a_nb[secure]')")
+    agent = sender_agent(args)
+    try:
+        req = Requester(agent, org=args.org, unit=args.unit, broker=args.broker, retry=retry,
+                        routes_path=routes_path(), ubsp=local.ubsp(args.org, args.unit, agent) if local else None)
+    except BaseException:
+        if local is not None:
+            local.close()
+        raise
     req.on_notice = _say  # the broker gone and back, a stream recovered: said while it happens
     req.on_attempt = _say_attempt
     started = time.time()
@@ -159,14 +194,20 @@ def cmd_send(args: argparse.Namespace) -> int:
         for r in req.routing.reroutes():
             if r.at >= started:  # the routes file also holds the reroutes of earlier sends
                 print(f"routing: {r.cause} {r.from_} → {r.to}")
+        if local is not None:
+            print(f"ubsp-v1: {req.stats.sent} request(s) sealed, {req.stats.replies} sealed repl(ies) received"
+                  + (f", {req.stats.refused} refused" if req.stats.refused else "")
+                  + (f", {req.stats.plaintext_errors} plaintext error(s)" if req.stats.plaintext_errors else ""))
         if task_id is not None and state is not None and states.is_interrupted(state):
             now = req.routing.target(task_id)  # the analyst a handover named: the answer goes there
             print(f"the task waits for your answer: python -m a2a_nb send {now.label if now else args.agent} "
                   f"\"ANSWER\" --task {task_id}{scope_options(args.org, args.unit)}"
-                  + (" --stream" if args.stream else ""))
+                  + (" --stream" if args.stream else "") + (" --ubsp" if args.ubsp else ""))
         return 0
     finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
+        if local is not None:
+            local.close()
 
 
 def _say(text: str) -> None:

@@ -22,7 +22,7 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 from urllib.parse import quote
 
 from ..mqtt.secure import make_certificates
@@ -111,13 +111,19 @@ def _tls_context(cert: Path, key: Path) -> ssl.SSLContext:
 class KeyServer:
     """An HTTPS JWKS server on ``127.0.0.1``, started by ``KeyServer()``; :meth:`close` (or ``with``) ends it."""
 
-    def __init__(self) -> None:
-        self._folder = tempfile.mkdtemp(prefix="a2a-nb-keys-")
+    def __init__(self, certificates: Optional[Mapping[str, Path]] = None) -> None:
+        """``certificates``: the ``ca``, ``cert`` and ``key`` files of a CA kept elsewhere (several
+        processes on one machine share one, :mod:`.local_keys`); else a throw-away CA is made."""
+        self._folder: Optional[str] = None
         try:
-            paths = make_certificates(self._folder, hosts=CERT_HOSTS)
+            if certificates is None:
+                self._folder = tempfile.mkdtemp(prefix="a2a-nb-keys-")
+                certificates = make_certificates(self._folder, hosts=CERT_HOSTS)
+            paths = certificates
             self._httpd = _JwksHTTPServer(_tls_context(paths["cert"], paths["key"]))
         except BaseException:
-            shutil.rmtree(self._folder, ignore_errors=True)
+            if self._folder is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
             raise
         self.ca_file = str(paths["ca"])
         """The PEM file of the CA that signed the server's certificate: what a client trusts."""
@@ -154,14 +160,15 @@ class KeyServer:
             return self._httpd.requests_served
 
     def close(self) -> None:
-        """Stop serving and remove the certificates' folder. Safe to call twice."""
+        """Stop serving (and remove a throw-away CA's folder). Safe to call twice."""
         if self._closed:
             return
         self._closed = True
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=REQUEST_TIMEOUT_S)
-        shutil.rmtree(self._folder, ignore_errors=True)
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
 
     def __enter__(self) -> KeyServer:
         return self

@@ -30,6 +30,7 @@ def env(broker_url, tmp_path):
     e = dict(os.environ)
     e["A2A_BROKER_URL"] = broker_url
     e["XDG_STATE_HOME"] = str(tmp_path / "state")
+    e["A2A_UBSP_DIR"] = str(tmp_path / "ubsp")  # ubsp-v1 keys of the test's own, never ~/.a2a_nb
     return e
 
 
@@ -279,3 +280,35 @@ def test_broker_prints_an_export_line_every_shell_takes(tmp_path):
         _, err = proc.communicate(timeout=15)
     assert proc.returncode == 0
     assert "SIGTERM: stopping the broker ...\nstopped\n" in err
+
+
+def test_send_ubsp_runs_the_ticket_story_sealed_end_to_end(served, env, tmp_path, broker_url):
+    """`serve ticket-desk` accepts ubsp-v1 without a flag; `send --ubsp` seals the request, reads the
+    sealed stream, and the answer to the analyst (after the handover) goes sealed too. The keys come
+    from the key home both processes share (A2A_UBSP_DIR), served over HTTPS on this machine."""
+    seen: list = []
+    watcher = Session("acme", "cli-ubsp", f"watch-{uuid.uuid4().hex[:6]}", broker=broker_url)
+    watcher.subscribe("$a2a/v1/request/acme/cli-ubsp/#", handler=seen.append)
+    desk = served("ticket-desk", "--pace", "0.01", unit="cli-ubsp")
+    first = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli-ubsp", "--ubsp", "--stream"], env)
+    assert first.returncode == 0, first.stderr
+    assert "input-required" in first.stdout and "ubsp-v1: 1 request(s) sealed" in first.stdout
+    hint = next(line for line in first.stdout.splitlines() if line.startswith("the task waits for your answer"))
+    assert hint.endswith("--stream --ubsp")
+    analyst, task_id = hint.split("send ")[1].split()[0], hint.split("--task ")[1].split()[0]
+    answer = run(["send", analyst, "refresh the order page twice within 30 s", "--unit", "cli-ubsp",
+                  "--task", task_id, "--stream", "--ubsp"], env)
+    assert answer.returncode == 0, answer.stderr
+    assert f"task {task_id}: completed" in answer.stdout and "Root cause" in answer.stdout
+    watcher.close()
+    assert {m.topic.rsplit("/", 1)[1] for m in seen} == {"ticket-desk", analyst}
+    assert all(m.content_type == "application/jose" and b"TCK-4821" not in m.payload for m in seen)
+    kept = {p.name for p in (tmp_path / "ubsp" / "agents").iterdir()}  # private keys, kept across runs
+    assert "acme.cli-ubsp.ticket-desk.jwks.json" in kept and len(kept) == 2
+    assert oct((tmp_path / "ubsp" / "agents" / "acme.cli-ubsp.ticket-desk.jwks.json").stat().st_mode & 0o777) == "0o600"
+    assert desk.poll() is None
+
+
+def test_send_ubsp_to_a_pool_is_a_usage_error(env, tmp_path):
+    out = run(["send", "pool:analysts", "hello", "--ubsp"], env)
+    assert out.returncode == 2 and "a pool has none" in out.stderr

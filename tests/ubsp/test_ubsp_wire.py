@@ -328,3 +328,49 @@ def test_the_ticket_story_with_handover_runs_under_ubsp(broker_url):
         coordinator.close()
         desk.stop()
         operator.close()
+
+
+def test_keys_behind_a_trusted_jwks_uri_and_a_card_swapped_by_the_operator(broker_url):
+    """Both agents publish only a ``jwksUri`` on the local HTTPS key server, the one host both trust
+    (no inline keys trusted): the interaction runs sealed. Then the operator replaces the analyst's
+    retained card with one carrying its own inline keys: the coordinator refuses to use them
+    (UntrustedKeySource), and nothing is sent."""
+    from a2a_nb.ubsp.key_server import KeyServer
+
+    unit = uid("ubsp")
+    with KeyServer() as keys:
+        analyst_keys, coordinator_keys = AgentKeys("analyst"), AgentKeys("coordinator")
+        for k in (analyst_keys, coordinator_keys):
+            keys.publish(f"{ORG}/{unit}/{k.agent}", k.public_jwks())
+        trust = keys.trust()
+        card = cards.agent_card(name="Analyst", description="Analyses tickets.", version="1.0.0", org=ORG, unit=unit,
+                                agent="analyst", skills=[cards.skill("rca", "Root cause", "Finds root causes", tags=["t"])])
+        agent = Responder("analyst", analyst, org=ORG, unit=unit, broker=broker_url, card=card,
+                          ubsp=Ubsp(analyst_keys, trust, {"jwksUri": keys.url_for(f"{ORG}/{unit}/analyst")}))
+        coordinator = Requester("coordinator", org=ORG, unit=unit, broker=broker_url,
+                                ubsp=Ubsp(coordinator_keys, trust, {"jwksUri": keys.url_for(f"{ORG}/{unit}/coordinator")}))
+        operator = Operator(broker_url)
+        try:
+            assert coordinator.send("analyst", SECRET).task["status"]["state"] == "TASK_STATE_COMPLETED"
+            served = keys.requests_served
+            assert served >= 2  # each side fetched the other's keys once; the cache serves the rest
+            assert coordinator.send("analyst", SECRET).task["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert keys.requests_served == served
+            forged_keys = AgentKeys("analyst")
+            forged = json.loads(operator.on("/discovery/")[0].payload)
+            forged["capabilities"]["extensions"] = [ubsp.card_extension({"jwks": forged_keys.public_jwks()})]
+            operator.client.publish(f"$a2a/v1/discovery/{ORG}/{unit}/analyst", json.dumps(forged).encode(), qos=1,
+                                    retain=True).wait_for_publish(5)
+            stranger = Requester("newcomer", org=ORG, unit=unit, broker=broker_url,
+                                 ubsp=Ubsp(AgentKeys("newcomer"), trust, {"jwks": {"keys": []}}))
+            try:
+                requests_before = len(operator.on("/request/"))
+                with pytest.raises(UntrustedKeySource, match="inline"):
+                    stranger.send("analyst", SECRET)
+                assert len(operator.on("/request/")) == requests_before
+            finally:
+                stranger.close()
+        finally:
+            coordinator.close()
+            agent.stop()
+            operator.close()
