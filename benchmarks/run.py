@@ -23,6 +23,7 @@ from . import bridge as bridge_bench
 from . import probe as probe_bench
 from . import raw_floor
 from . import traffic as traffic_bench
+from . import ubsp as ubsp_bench
 from .load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
 
 BENCH_RETRY = RetryProfile(reply_first_timeout_s=5, stream_idle_timeout_s=10)
@@ -142,6 +143,8 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     say(probe_bench.format_probe(pr))
     br = results["bridge"] = bridge_bench.bench_bridge(url, n=min(n, 300), rounds=rounds)  # HTTP → bridge → MQTT
     say(bridge_bench.format_bridge(br))
+    ub = results["ubsp"] = ubsp_bench.bench_ubsp(url, n=min(n, 300))  # the same round trip sealed end to end
+    say(ubsp_bench.format_ubsp(ub))
     results["targets_met"] = {"send_ratio": ratio <= SEND_TARGET, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= STREAM_TARGET, "recorder_lost_0": rec["lost"] == 0,
                               "load_traffic_200k": lt["msgs_per_s"] >= 200_000}

@@ -234,7 +234,7 @@ class Requester:
         # Profile: Client Session Requirements 2: the reply topic is subscribed before any request.
         self.session.subscribe(self.reply_topic, handler=self._on_reply)
         if ubsp is not None:  # Untrusted-Broker Security Profile 7: where responders find our keys
-            ubsp.bind(self.session)
+            ubsp.bind(self.session, org, unit)
             self.session.publish(ubsp.key_metadata_message(org, unit))
 
     def _check_token_transport(self, token: Optional[str]) -> None:

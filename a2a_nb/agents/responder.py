@@ -155,7 +155,7 @@ class Responder:
         self.session.on_reconnect = self._on_reconnect
         self.session.on_close = self._closed_without_stop
         if self.ubsp is not None:
-            self.ubsp.bind(self.session)
+            self.ubsp.bind(self.session, self.org, self.unit)
             if self.card is None and not self.pool:  # no card to carry its key metadata: its event topic does
                 self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit))
         self.runtime.register(self)

@@ -20,7 +20,7 @@ def register(sub) -> None:
                                    "1 a MUST failure (or no card), 2 usage mistake.")
     p.add_argument("agent", help="the agent_id whose card is on $a2a/v1/discovery/{org}/{unit}/AGENT")
     p.add_argument("--level", default="core", choices=LEVELS, type=one_of(LEVELS, "level"),
-                   help="core (default) or extended (also pools and native binary artifacts)")
+                   help="core (default) or extended (also pools, native binary artifacts, ubsp-v1 and trusted JKU)")
     p.add_argument("--pool", default=None, metavar="NAME", help="a pool the agent serves (pooled-reply check)")
     p.add_argument("--token", default=None, help="bearer token sent with every request (mqtts:// brokers only)")
     p.add_argument("--as", dest="probe_as", default=None, metavar="AGENT",
@@ -31,6 +31,11 @@ def register(sub) -> None:
                         "after 10 timeouts at most")
     p.add_argument("--deadline", type=positive_seconds, default=None, metavar="SECONDS",
                    help="seconds the whole probe may take (default 60 timeouts); checks left then are skipped")
+    p.add_argument("--trust-host", action="append", default=None, metavar="HOST[:PORT]",
+                   help="ubsp-v1: an HTTPS host whose jwksUri the probe trusts (repeatable; default: this machine's "
+                        "key home, 127.0.0.1 with its CA)")
+    p.add_argument("--ca", default=None, metavar="FILE", help="ubsp-v1: the CA file key servers' certificates are "
+                                                             "checked against (with --trust-host)")
     p.add_argument("--json", action="store_true", help="print the report as JSON (instead of text)")
     p.add_argument("--junit", default=None, metavar="FILE", help="also write the report as JUnit XML to FILE")
     add_scope(p)
@@ -46,7 +51,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     try:
         report = run_probe(args.agent, org=args.org, unit=args.unit, broker=args.broker, level=args.level,
                            pool=args.pool, token=args.token, timeout=args.timeout, probe_as=args.probe_as,
-                           deadline=args.deadline)
+                           deadline=args.deadline, trust=_trust(args))
     except ProbeError as exc:
         hint = exc.hint
         if not args.broker and not os.environ.get(ENV_URL):
@@ -62,3 +67,14 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if args.junit:
             print(f"JUnit report: {args.junit}", file=sys.stderr)
     return report.exit_code()
+
+
+def _trust(args: argparse.Namespace):
+    """The KeyTrust ``--trust-host`` / ``--ca`` describe, or None (the key home's)."""
+    if not args.trust_host:
+        if args.ca:
+            raise UsageError("--ca goes with --trust-host (the hosts whose certificates it signs)")
+        return None
+    from ..ubsp.trust import KeyTrust
+
+    return KeyTrust(allowed_hosts=tuple(args.trust_host), ca_file=args.ca)

@@ -344,7 +344,8 @@ class ProbeClient:
     def exchange(self, topic: str, payload: bytes, *, correlation: Optional[bytes] = b"",
                  response_topic: Optional[str] = "", user_properties: tuple = (),
                  message_expiry: Optional[int] = None, until: str = FIRST,
-                 timeout: Optional[float] = None, task_id: Optional[str] = None) -> Exchange:
+                 timeout: Optional[float] = None, task_id: Optional[str] = None,
+                 content_type: Optional[str] = None) -> Exchange:
         """Publish one request (QoS 1) and collect its replies.
 
         ``correlation=b""`` / ``response_topic=""`` mean "a fresh one" (the probe's usual hex text and
@@ -359,7 +360,8 @@ class ProbeClient:
         reply_topic = self.new_reply_topic() if response_topic == "" else response_topic
         corr = self.ids.correlation() if correlation == b"" else correlation
         sent = MqttMessage(topic, payload, qos=1, response_topic=reply_topic, correlation_data=corr,
-                           user_properties=tuple(user_properties), message_expiry=message_expiry)
+                           user_properties=tuple(user_properties), message_expiry=message_expiry,
+                           content_type=content_type)
         listener = _Listener()
         listen_on = reply_topic or ""
         started = time.monotonic()

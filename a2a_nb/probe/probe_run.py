@@ -75,6 +75,9 @@ class ProbeRun:
     bad_inputs: list[str] = field(default_factory=list)
     silent_after: Optional[str] = None
     deadline: float = 60.0
+    ubsp: Any = None
+    """The probe's own ubsp-v1 protection (``a2a_nb.ubsp.protection.Ubsp``), for ``--level extended``;
+    None without the ``secure`` extra."""
     _memo: dict[str, Any] = field(default_factory=dict)
 
     @property

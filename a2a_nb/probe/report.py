@@ -30,6 +30,8 @@ FEATURES = {
     "handover-responder-id": "task handover",
     "pooled-responder-id": "shared-subscription dispatch (pools)",
     "binary-artifacts": "native binary artifact mode",
+    "ubsp-round-trip": "untrusted-broker security profile (ubsp-v1)",
+    "trusted-jku": "trusted JKU policy",
 }
 """Checks whose pass shows an optional feature, and its name in the summary."""
 

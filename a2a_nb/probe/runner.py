@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..protocol import cards, topics
+from ..protocol import ubsp as ubsp_rules
 from ..protocol.packet import MqttMessage
 from ..protocol.safe_text import safe_text
 from ..traffic.lint import check_traffic
@@ -90,10 +91,27 @@ def discover(client: ProbeClient, agent: str, wait: float) -> tuple[dict, MqttMe
     return read.card, msg
 
 
+def _speak_ubsp(client: ProbeClient, trust: Optional[Any]) -> tuple[Optional[Any], Optional[Any]]:
+    """The probe's ubsp-v1 side for the Extended checks: keys from this machine's key home, served
+    there, announced retained on the probe's event topic; ``(None, None)`` without the ``secure`` extra."""
+    try:
+        from ..ubsp.local_keys import LocalKeys
+    except ImportError:
+        return None, None
+    local = LocalKeys()
+    protection = local.ubsp(client.org, client.unit, client.agent)
+    if trust is not None:
+        protection.trust = trust
+    protection.bind(client.session, client.org, client.unit)
+    client.session.publish(protection.key_metadata_message(client.org, client.unit))
+    return protection, local
+
+
 def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
               broker: Union[str, BrokerEndpoint, None] = None, level: str = "core", pool: Optional[str] = None,
               token: Optional[str] = None, timeout: float = 1.0, probe_as: Optional[str] = None,
-              progress: Optional[Callable[[Row], None]] = None, deadline: Optional[float] = None) -> ProbeReport:
+              progress: Optional[Callable[[Row], None]] = None, deadline: Optional[float] = None,
+              trust: Optional[Any] = None) -> ProbeReport:
     """Probe ``agent`` live and return the report (one row per check).
 
     ``level``: ``core`` (Core conformance) or ``extended`` (also pools, native binary artifacts).
@@ -105,6 +123,8 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
     agent with a login on a broker where every client logs in as itself (``broker --secure``).
     ``progress``: called with each row as soon as its check is done (the probe takes seconds: most
     checks answer in milliseconds, but a check whose right answer is silence waits ``timeout``).
+    ``trust``: the ``a2a_nb.ubsp.trust.KeyTrust`` the ubsp-v1 checks resolve the agent's keys with
+    (default: this machine's key home, ``a2a_nb.ubsp.local_keys``, which also serves the probe's keys).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -114,6 +134,7 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
     started = time.monotonic()
     deadline = DEADLINE_FACTOR * timeout if deadline is None else deadline
     client = ProbeClient(org, unit, broker=broker, timeout=timeout, agent=probe_as, ends_at=started + deadline)
+    local = None
     try:
         if token and not client.session.endpoint.tls:
             raise ProbeError("a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT "
@@ -128,6 +149,8 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
                              "refusal",
                              "give --token TOKEN (an access token for this agent), over an mqtts:// broker")
         run = ProbeRun(client, agent, card, card_msg, level, pool, token, deadline=deadline)
+        if level == "extended":
+            run.ubsp, local = _speak_ubsp(client, trust)
         rows = []
         for c in rules.CHECKS:
             if level == "extended" or c.conformance == rules.CORE:
@@ -140,7 +163,14 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
                 progress(row)
         rows += found
     finally:
+        if local is not None:
+            try:  # the probe's key metadata goes with it
+                client.session.publish(ubsp_rules.key_metadata_message(org, unit, client.agent, None), timeout=2)
+            except Exception:
+                pass
         client.close()
+        if local is not None:
+            local.close()
     traffic = [record_of(m) for m in client.traffic]
     return ProbeReport(agent, org, unit, level, rows, card, time.monotonic() - started, traffic,
                        frozenset(client.sent), deadline=deadline, ran_out=client.ran_out, not_kept=client.not_kept)

@@ -30,9 +30,11 @@ import pandas as pd
 from ..protocol import errors as E
 from ..protocol import jsonrpc as J
 from ..protocol import properties as P
+from ..protocol import ubsp
 from ..protocol.card_schema import type_problem
 from ..protocol.ids import IDENTIFIER_RE, is_uuid4, readable_correlation
 from ..protocol.messages import task_ids_of
+from ..protocol.packet import MqttMessage
 from ..protocol.pools import PRESENCE_EVENT
 from ..protocol.routing import FALLBACK
 from ..protocol.safe_text import quoted, safe_text
@@ -107,7 +109,14 @@ class Message:
     props: dict[str, str]           # user properties, last value wins (properties.as_dict)
     binary: Optional[str]           # payload_b64
     payload_format: Optional[int]
+    content_type: Optional[str] = None
     request: Optional["Message"] = None  # a reply's request (joined by Correlation Data)
+
+    @property
+    def protected(self) -> bool:
+        """Sealed under a security profile (ubsp-v1): its payload is a JWE nobody but the recipient
+        reads, so the rules about payloads do not apply to it (``ubsp-v1`` checks its metadata)."""
+        return self.props.get(P.SECURITY_PROFILE) is not None
 
     @cached_property
     def item_key(self) -> Any:
@@ -140,8 +149,9 @@ def messages_of(df: pd.DataFrame) -> list[Message]:
     """The rows of a traffic frame as ``Message`` objects, each reply linked to its request."""
     props = [P.as_dict(pairs) if pairs else {} for pairs in df["user_properties"]]
     binary = df["payload_b64"] if "payload_b64" in df else [None] * len(df)
+    ctype = df["content_type"] if "content_type" in df else [None] * len(df)
     out = [Message(*values) for values in zip(*(df[c] for c in _MESSAGE_COLUMNS), props, binary,
-                                                df["payload_format"])]
+                                                df["payload_format"], ctype)]
     by_i = {m.i: m for m in out}
     for m in out:
         if m.request_i is not None:
@@ -384,11 +394,12 @@ def card_status(m: Message, ctx: Context) -> Iterator[str]:
 
 
 @rule("not-retained", SHOULD, "Request/Reply Mapping (MQTT v5)",
-      "requests, replies and events are not retained (only cards and pool members' presence are)",
+      "requests, replies and events are not retained (only cards, pool members' presence and key metadata are)",
       kinds=("request", "pool", "reply", "event"))
 def not_retained(m: Message, ctx: Context) -> Iterator[str]:
-    presence = m.kind == "event" and m.props.get(P.EVENT_TYPE) == PRESENCE_EVENT  # a pool member's, retained
-    if m.retain and not presence:
+    # a pool member's presence and an agent's key metadata are state, retained like a card
+    state = m.kind == "event" and m.props.get(P.EVENT_TYPE) in (PRESENCE_EVENT, ubsp.KEY_EVENT)
+    if m.retain and not state:
         yield (f"this {m.kind} was published retained: the broker will replay it to every "
                "future subscriber (a stale request can be executed again); publish with retain=False")
 
@@ -489,7 +500,7 @@ def binding_error(m: Message, ctx: Context) -> Iterator[Union[str, tuple[str, st
 
 
 def _is_binary_chunk(m: Message) -> bool:
-    return m.payload is None and m.binary is not None
+    return m.payload is None and m.binary is not None and not m.protected
 
 
 @rule("binary-chunk", MUST, "Optional MQTT Native Binary Artifact Mode 5-8",
@@ -531,6 +542,8 @@ def no_bearer_echo(m: Message, ctx: Context) -> Iterator[str]:
       kinds=("request", "pool", "reply"))
 def a2a_schema(m: Message, ctx: Context) -> Iterator[str]:
     p = m.payload
+    if m.protected:
+        return  # a JWE: only its recipient can check what is inside (``ubsp-v1`` checks the envelope)
     if m.kind in REQUEST_KINDS:
         if type(p) is not dict:
             yield "the request payload is not a JSON object: A2A over MQTT requests are JSON-RPC 2.0 request objects"
@@ -545,6 +558,33 @@ def a2a_schema(m: Message, ctx: Context) -> Iterator[str]:
         yield "reply payload is not a JSON object (JSON-RPC 2.0 response)"
     elif ctx.schema:
         yield from _reply_schema(p, m.request.method)
+
+
+@rule("ubsp-v1", MUST, "Optional Untrusted-Broker Security Profile 3-4, 8-9",
+      "a ubsp-v1 request, and every reply to it, is a JOSE payload naming requester and recipient/responder",
+      kinds=("request", "reply"))
+def ubsp_envelope(m: Message, ctx: Context) -> Iterator[str]:
+    if m.kind == "request":
+        if m.protected:
+            problem = ubsp.request_problem(_as_packet(m), m.to_agent or "")
+            if problem:
+                yield problem
+        return
+    if m.request is None or not m.request.protected:
+        return
+    if not m.protected:
+        if not (type(m.payload) is dict and "error" in m.payload):  # a plaintext refusal says only why
+            yield ("a reply to a ubsp-v1 request is not protected: every reply and stream item of the "
+                   "interaction must be a JWE to the requester")
+        return
+    problem = ubsp.response_problem(_as_packet(m), m.request.props.get(P.REQUESTER_AGENT_ID, ""))
+    if problem:
+        yield problem
+
+
+def _as_packet(m: Message) -> MqttMessage:
+    """The MQTT metadata of a recorded message (what the ubsp-v1 rules read)."""
+    return MqttMessage(m.topic, b"", user_properties=tuple(m.props.items()), content_type=m.content_type)
 
 
 def _request_schema(p: dict) -> Iterator[str]:

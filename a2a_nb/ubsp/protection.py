@@ -18,7 +18,7 @@ from typing import Any, Optional
 from ..mqtt.session import Session
 from ..protocol import properties, topics, ubsp
 from ..protocol.packet import MqttMessage
-from .directory import KeyDirectory
+from .directory import WAIT_S, KeyDirectory
 from .keys import AgentKeys, SealError
 from .trust import KeyTrust, UntrustedKeySource
 
@@ -46,11 +46,11 @@ class Ubsp:
         self.speaks_for.add(agent)
         return view
 
-    def bind(self, session: Session) -> None:
-        """Follow peers' key metadata through ``session`` (called by the agent when it starts; an
-        instance shares its card agent's directory)."""
+    def bind(self, session: Session, org: str, unit: str) -> None:
+        """Follow the key metadata of the agents of ``org``/``unit`` through ``session`` (called by
+        the agent when it starts; an instance shares its card agent's directory)."""
         if self.directory is None:
-            self.directory = KeyDirectory(session, self.trust)
+            self.directory = KeyDirectory(session, self.trust, org, unit)
 
     def card_extension(self) -> dict[str, Any]:
         """The Agent Card extension that offers ``ubsp-v1`` with this agent's key metadata."""
@@ -60,16 +60,19 @@ class Ubsp:
         """A requester's retained key metadata (``clear``: the empty retained message that removes it)."""
         return ubsp.key_metadata_message(org, unit, self.agent, None if clear else self.metadata)
 
-    def _peer_jwks(self, org: str, unit: str, agent: str) -> dict[str, Any]:
+    def _peer_jwks(self, org: str, unit: str, agent: str, wait: float = 0.0) -> dict[str, Any]:
+        """``wait``: a requester waits for a card it may not have read yet; a responder does not (the
+        requester announced its keys before its request, and an inline responder runs on the network
+        thread, which must not wait for itself)."""
         if self.directory is None:
             raise UntrustedKeySource(f"{self.agent} is not connected: it cannot look up {agent}'s keys")
-        return self.directory.jwks(org, unit, agent)
+        return self.directory.jwks(org, unit, agent, wait)
 
     # -- requester side -------------------------------------------------------------------------------
     def seal_request(self, msg: MqttMessage, org: str, unit: str, recipient: str) -> MqttMessage:
         """``msg`` with its payload sealed to ``recipient`` (items 5, 8); :class:`UntrustedKeySource`
         when the recipient has no trusted key (fail closed: no plaintext fallback)."""
-        jwks = self._peer_jwks(org, unit, recipient)
+        jwks = self._peer_jwks(org, unit, recipient, wait=WAIT_S)
         sealed = self.keys.seal(msg.payload, recipient, jwks, sender=self.agent)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=msg.user_properties + ubsp.request_properties(self.agent, recipient))
@@ -80,7 +83,7 @@ class Ubsp:
         if problem is not None:
             raise SealError(problem)
         responder = msg.user_property(properties.RESPONDER_AGENT_ID) or ""
-        return self._open(msg, responder, org, unit)
+        return self._open(msg, responder, org, unit, wait=WAIT_S)
 
     # -- responder side -------------------------------------------------------------------------------
     def open_request(self, msg: MqttMessage) -> MqttMessage:
@@ -108,9 +111,9 @@ class Ubsp:
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=props + ubsp.response_properties(requester, sender))
 
-    def _open(self, msg: MqttMessage, sender: str, org: str, unit: str) -> MqttMessage:
+    def _open(self, msg: MqttMessage, sender: str, org: str, unit: str, wait: float = 0.0) -> MqttMessage:
         try:
-            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who), now=time.time(),
+            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who, wait), now=time.time(),
                                     recipient=self.agent)
         except (SealError, UntrustedKeySource):
             self.refused += 1
