@@ -35,6 +35,18 @@ FEATURES = {
 }
 """Checks whose pass shows an optional feature, and its name in the summary."""
 
+EXTENDED_CAPABILITIES = (
+    ("trusted JKU policy", ("trusted-jku",)),
+    ("broker-managed status", ()),
+    ("extended observability", ()),
+    ("native binary artifact mode", ("binary-artifacts",)),
+    ("shared-subscription dispatch", ("pooled-responder-id",)),
+    ("untrusted-broker security profile (ubsp-v1)", ("ubsp-round-trip", "ubsp-recipient", "ubsp-replay")),
+)
+"""The six optional capabilities of Extended conformance (Profile: Conformance Levels, Extended 1-6)
+and the checks that show each; the two about the broker and the traffic are no agent's to show."""
+NOT_OFFERED, NOT_CHECKED = "not offered", "not checked by the probe"
+
 SHOWN_CHARS = {"sent": 300, "received": 400, "remark": 800, "interop": 400}
 """Longest text of each field of a row that can quote the agent (the probe's own words fit well
 within: its longest remark is about 400 characters)."""
@@ -104,6 +116,18 @@ class ProbeReport:
         return [FEATURES[r.check] for r in self.rows if r.check in FEATURES and r.verdict == PASS]
 
     @property
+    def capabilities(self) -> dict[str, str]:
+        """Each Extended capability: ``pass`` (every check of it passed), ``fail`` (one failed),
+        ``not offered`` (its checks did not apply), or ``not checked by the probe``."""
+        verdicts = {r.check: r.verdict for r in self.rows}
+        out = {}
+        for name, checks in EXTENDED_CAPABILITIES:
+            seen = [verdicts[c] for c in checks if c in verdicts]
+            out[name] = (NOT_CHECKED if not checks or not seen else FAIL if FAIL in seen
+                         else PASS if PASS in seen else NOT_OFFERED)
+        return out
+
+    @property
     def interop(self) -> list[str]:
         """Differences another implementation may trip over (not violations)."""
         return [f"{r.check}: {r.interop}" for r in self.rows if r.interop]
@@ -140,6 +164,7 @@ class ProbeReport:
     def as_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "org": self.org, "unit": self.unit, "level": self.level,
                 "summary": self.summary(), "core_conformant": self.core_conformant, "features": self.features,
+                "capabilities": self.capabilities if self.level == "extended" else None,
                 "seconds": round(self.seconds, 3), "deadline": self.deadline, "ran_out": self.ran_out,
                 "not_kept": self.not_kept, "exit_code": self.exit_code(), "interop": self.interop,
                 "checks": [asdict(r) for r in self.rows]}
@@ -182,6 +207,8 @@ class ProbeReport:
         if self.not_kept:
             lines.append(f"note: {self.not_kept:,} more messages from the agent than the probe keeps were counted, "
                          "not read")
+        if self.level == "extended":
+            lines.append("Extended capabilities: " + "; ".join(f"{name}: {v}" for name, v in self.capabilities.items()))
         lines.append(self.summary())
         return "\n".join(lines)
 

@@ -128,3 +128,19 @@ def test_the_card_extension_is_valid_a2a():
     card["capabilities"]["extensions"] = [ubsp.card_extension({"jwksUri": "https://127.0.0.1:1/x.json"})]
     assert_valid("AgentCard", card)
     assert cards.card_matches(card, capabilities=("streaming",))
+
+
+def test_the_report_lists_the_six_extended_capabilities(broker_url, local):
+    u = unit()
+    echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=broker_url,
+                     options=ResponderOptions(inline=True), ubsp=local.ubsp("acme", u, "echo"))
+    try:
+        report = probe("echo", u, broker_url, local)
+    finally:
+        echo.stop()
+    assert report.capabilities == {
+        "trusted JKU policy": "pass", "broker-managed status": "not checked by the probe",
+        "extended observability": "not checked by the probe", "native binary artifact mode": "not offered",
+        "shared-subscription dispatch": "not offered", "untrusted-broker security profile (ubsp-v1)": "pass"}
+    assert "Extended capabilities: trusted JKU policy: pass;" in report.text()
+    assert report.as_dict()["capabilities"]["untrusted-broker security profile (ubsp-v1)"] == "pass"
