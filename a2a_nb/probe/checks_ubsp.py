@@ -49,6 +49,17 @@ def sealed_request(run: ProbeRun, text: str = "a2a_nb probe: a sealed request", 
     return msg
 
 
+def _sealed_or_why(run: ProbeRun, **kw: Any) -> tuple[Optional[MqttMessage], Optional[Outcome]]:
+    """A sealed request for a check that needs one, or why the check does not apply."""
+    why_not = _not_offered(run)
+    if why_not is not None:
+        return None, why_not
+    try:
+        return sealed_request(run, **kw), None
+    except ValueError as exc:  # UntrustedKeySource, SealError: ubsp-round-trip reports it as a failure
+        return None, not_applicable(f"no trusted key for the agent: {safe_text(str(exc), 160)}")
+
+
 def exchange(run: ProbeRun, msg: MqttMessage) -> Exchange:
     return run.client.exchange(msg.topic, msg.payload, user_properties=msg.user_properties,
                                content_type=msg.content_type)
@@ -108,14 +119,10 @@ def ubsp_round_trip(run: ProbeRun) -> Outcome:
 @check("ubsp-recipient", "ubsp-recipient-mismatch", "a sealed request whose a2a-recipient-agent-id names another "
        "agent is refused with -32005", conformance=EXTENDED, level=MUST, section=f"{SECTION} 11")
 def ubsp_recipient(run: ProbeRun) -> Outcome:
-    why_not = _not_offered(run)
-    if why_not is not None:
-        return why_not
     other = f"{run.client.agent}-elsewhere"
-    try:
-        msg = sealed_request(run, recipient=other)
-    except ValueError as exc:
-        return not_applicable(f"no trusted key for the agent: {safe_text(str(exc), 160)}")
+    msg, why_not = _sealed_or_why(run, recipient=other)
+    if msg is None:
+        return why_not or not_applicable("no sealed request")
     return _refused(run, exchange(run, msg), f"sealed SendMessage with a2a-recipient-agent-id {other}",
                     "a request addressed to another agent")
 
@@ -123,13 +130,9 @@ def ubsp_recipient(run: ProbeRun) -> Outcome:
 @check("ubsp-replay", "ubsp-replay", "a sealed request published again (same JWE, new Correlation Data) is "
        "refused as a replay", conformance=EXTENDED, level=SHOULD, section=f"{SECTION} 12")
 def ubsp_replay(run: ProbeRun) -> Outcome:
-    why_not = _not_offered(run)
-    if why_not is not None:
-        return why_not
-    try:
-        msg = sealed_request(run)
-    except ValueError as exc:
-        return not_applicable(f"no trusted key for the agent: {safe_text(str(exc), 160)}")
+    msg, why_not = _sealed_or_why(run)
+    if msg is None:
+        return why_not or not_applicable("no sealed request")
     first = exchange(run, msg)
     if first.first is None:
         return failed("a sealed SendMessage", first.came_back(), "no answer to the first copy")
