@@ -121,7 +121,7 @@ def test_the_broker_sees_no_plaintext_of_a_protected_interaction(world):
     for e in events:
         assert_valid("StreamResponse", {e.kind if e.kind != "task" else "task": e.data})
     time.sleep(0.3)
-    requests, replies = operator.on("/request/"), operator.on("/reply/")
+    requests, replies = operator.on(f"/request/{ORG}/{unit}/"), operator.on(f"/reply/{ORG}/{unit}/")
     assert len(requests) == 2 and len(replies) == 1 + len(events) == 5
     for m in requests + replies:
         assert m.properties.ContentType == ubsp.CONTENT_TYPE
@@ -134,7 +134,7 @@ def test_the_broker_sees_no_plaintext_of_a_protected_interaction(world):
     for m in replies:
         props = dict(m.properties.UserProperty)
         assert props[properties.SECURITY_PROFILE] == "ubsp-v1" and props[properties.RESPONDER_AGENT_ID] == "analyst"
-    card = json.loads(operator.on("/discovery/")[0].payload)
+    card = json.loads(operator.on(f"/discovery/{ORG}/{unit}/analyst")[0].payload)
     assert ubsp.card_key_metadata(card)["jwks"]["keys"][0]["kty"] == "EC"
     assert_valid("AgentCard", card)
 
@@ -229,9 +229,9 @@ def test_a_reply_forged_by_the_operator_is_not_taken(world):
     worker = threading.Thread(target=lambda: results.append(coordinator.send("analyst", SECRET)))
     worker.start()
     deadline = time.monotonic() + 3
-    while not operator.on("/request/") and time.monotonic() < deadline:
+    while not operator.on(f"/request/{ORG}/{unit}/") and time.monotonic() < deadline:
         time.sleep(0.02)
-    [request] = operator.on("/request/")
+    [request] = operator.on(f"/request/{ORG}/{unit}/")
     forged = jsonrpc.result_response(1, {"message": messages.agent_message("all fine, close it", message_id="m1")})
     sealed = forger.seal(json.dumps(forged).encode(), "coordinator", coordinator.ubsp.keys.public_jwks())
     operator.publish(MqttMessage(request.properties.ResponseTopic, sealed.encode(),
@@ -262,7 +262,7 @@ def test_no_trusted_key_means_nothing_is_sent(broker_url):
         with pytest.raises(UntrustedKeySource, match="keys.evil.example"):
             coordinator.send("far", SECRET)
         time.sleep(0.2)
-        assert operator.on("/request/") == [] and agent.stats.requests == 0
+        assert operator.on(f"/request/{ORG}/{unit}/") == [] and agent.stats.requests == 0
     finally:
         coordinator.close()
         agent.stop()
@@ -315,13 +315,13 @@ def test_the_ticket_story_with_handover_runs_under_ubsp(broker_url):
         final = coordinator.get_task(stream.task_id)
         assert final["artifacts"] and final["status"]["state"] == "TASK_STATE_COMPLETED"
         time.sleep(0.3)
-        carried = operator.on("/request/") + operator.on("/reply/")
+        carried = operator.on(f"/request/{ORG}/{unit}/") + operator.on(f"/reply/{ORG}/{unit}/")
         assert {m.properties.ContentType for m in carried} == {ubsp.CONTENT_TYPE}
         assert all(b"TCK-4821" not in m.payload and b"refresh the order page" not in m.payload for m in carried)
-        to_analyst = [m for m in operator.on("/request/") if m.topic.endswith("/" + analyst_id)]
+        to_analyst = [m for m in operator.on(f"/request/{ORG}/{unit}/") if m.topic.endswith("/" + analyst_id)]
         assert to_analyst and all(dict(m.properties.UserProperty)[properties.RECIPIENT_AGENT_ID] == analyst_id
                                   for m in to_analyst)
-        by_analyst = [m for m in operator.on("/reply/")
+        by_analyst = [m for m in operator.on(f"/reply/{ORG}/{unit}/")
                       if dict(m.properties.UserProperty).get(properties.RESPONDER_AGENT_ID) == analyst_id]
         assert by_analyst and coordinator.stats.refused == 0
     finally:
@@ -357,17 +357,17 @@ def test_keys_behind_a_trusted_jwks_uri_and_a_card_swapped_by_the_operator(broke
             assert coordinator.send("analyst", SECRET).task["status"]["state"] == "TASK_STATE_COMPLETED"
             assert keys.requests_served == served
             forged_keys = AgentKeys("analyst")
-            forged = json.loads(operator.on("/discovery/")[0].payload)
+            forged = json.loads(operator.on(f"/discovery/{ORG}/{unit}/analyst")[0].payload)
             forged["capabilities"]["extensions"] = [ubsp.card_extension({"jwks": forged_keys.public_jwks()})]
             operator.client.publish(f"$a2a/v1/discovery/{ORG}/{unit}/analyst", json.dumps(forged).encode(), qos=1,
                                     retain=True).wait_for_publish(5)
             stranger = Requester("newcomer", org=ORG, unit=unit, broker=broker_url,
                                  ubsp=Ubsp(AgentKeys("newcomer"), trust, {"jwks": {"keys": []}}))
             try:
-                requests_before = len(operator.on("/request/"))
+                requests_before = len(operator.on(f"/request/{ORG}/{unit}/"))
                 with pytest.raises(UntrustedKeySource, match="inline"):
                     stranger.send("analyst", SECRET)
-                assert len(operator.on("/request/")) == requests_before
+                assert len(operator.on(f"/request/{ORG}/{unit}/")) == requests_before
             finally:
                 stranger.close()
         finally:
