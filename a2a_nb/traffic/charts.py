@@ -139,8 +139,10 @@ def _short_id(task_id: Any) -> str:
 
 def message_label(row: dict) -> str:
     """A short label for one message: ``SendMessage``, ``statusUpdate working``, ``artifact report``,
-    ``task completed``, ``error -32001``, ``card online`` ..."""
+    ``task completed``, ``error -32001``, ``card online``, ``reply (sealed)`` ..."""
     kind, ev = row.get("kind"), row.get("event")
+    if ev == "protected":  # ubsp-v1: a JWE, only its recipient knows what is inside
+        return "request (sealed)" if kind in REQUEST_KINDS else "reply (sealed)"
     if kind in REQUEST_KINDS:
         return str(row.get("method") or "request")
     if kind == "discovery":

@@ -10,7 +10,8 @@ builds the frame in four steps a learner can follow (and run one by one):
 3. ``message_frame``: what the payload and the user properties say: the A2A method, Task.id /
    contextId / messageId (``protocol.messages.task_ids_of``, Request/Reply Mapping 6-8,
    Multi-Turn Conversation Patterns), the task state and the ``event`` (``status``, ``artifact``,
-   ``task``, ``message``, ``result``, ``error``, ``binary`` or ``card``: Streaming Reply Mapping),
+   ``task``, ``message``, ``result``, ``error``, ``binary`` or ``card``: Streaming Reply Mapping;
+   ``protected``: a ubsp-v1 JWE, whose content only its recipient reads),
    binding user properties (``a2a-responder-agent-id``: Optional Task Handover, ``a2a-status``:
    Presence and Liveness), and who sent it to whom;
 4. ``pair_replies``: each reply joined to its request by Correlation Data (Request/Reply Mapping
@@ -224,6 +225,9 @@ _NO_BINDING = (None, None, None)
 _NO_IDS = (None, None, None)
 _NOTHING = (None,) * len(PAYLOAD_COLUMNS)
 _CARD = (None, None, None, "card", None, None, None, None, None)
+_PROTECTED = (None, None, None, "protected", None, None, None, None, None)
+"""A ubsp-v1 request or reply: a JWE only its recipient reads (Optional Untrusted-Broker Security
+Profile 3-4); what the frame shows of it is its topic and MQTT properties."""
 
 
 def _ends(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -262,6 +266,8 @@ def _describe(kind: str, payload: Any, pairs: Any, binary: Optional[str], pfi: A
     props = P.as_dict(pairs) if pairs else _NO_PROPERTIES
     binding = (props.get(P.RESPONDER_AGENT_ID), props.get(P.STATUS), props.get(P.STATUS_SOURCE)) if props \
         else _NO_BINDING
+    if props and P.SECURITY_PROFILE in props and (kind == "reply" or kind in REQUEST_KINDS):
+        return _NO_IDS + _PROTECTED + binding
     if kind == "reply":
         fields = _reply_fields(payload, props, binary, pfi)
     elif kind in REQUEST_KINDS:

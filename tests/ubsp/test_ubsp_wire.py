@@ -297,8 +297,12 @@ def test_the_ticket_story_with_handover_runs_under_ubsp(broker_url):
     from a2a_nb.story.cast import TicketDesk
     from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 
+    from a2a_nb.traffic.lint import check_traffic
+    from a2a_nb.traffic.recorder import Recorder
+
     unit = uid("ubsp")
     operator = Operator(broker_url)
+    recorder = Recorder(broker=broker_url).start()
     desk = TicketDesk(org=ORG, unit=unit, broker=broker_url, handover="first-reply", pace=0.0,
                       ubsp=Ubsp(AgentKeys("ticket-desk"), INLINE))
     coordinator = Requester("coordinator", org=ORG, unit=unit, broker=broker_url,
@@ -324,7 +328,19 @@ def test_the_ticket_story_with_handover_runs_under_ubsp(broker_url):
         by_analyst = [m for m in operator.on(f"/reply/{ORG}/{unit}/")
                       if dict(m.properties.UserProperty).get(properties.RESPONDER_AGENT_ID) == analyst_id]
         assert by_analyst and coordinator.stats.refused == 0
+        recorder.stop()
+        df = recorder.frame()
+        ours = df[(df["unit"] == unit) & df["kind"].isin(["request", "reply"])]
+        assert len(ours) == len(carried) and set(ours["event"]) == {"protected"}
+        assert ours["method"].isna().all() and ours["task_id"].isna().all() and ours["payload_json"].isna().all()
+        assert set(ours["content_type"]) == {"application/jose"}
+        from a2a_nb.traffic.charts import message_label
+
+        assert {message_label(row) for row in ours.to_dict("records")} == {"request (sealed)", "reply (sealed)"}
+        findings = check_traffic(df[df["unit"] == unit])
+        assert findings.empty, findings[["rule", "explanation"]].to_string()
     finally:
+        recorder.stop()
         coordinator.close()
         desk.stop()
         operator.close()
