@@ -93,10 +93,12 @@ class AgentKeys:
         return str(outer.serialize(compact=True))
 
     def open(self, sealed: bytes, sender: str, sender_jwks: Callable[[str], Mapping[str, Any]], *,
-             now: float, recipient: Optional[str] = None) -> Opened:
+             now: float, recipient: Optional[str] = None, recorded: bool = False) -> Opened:
         """Decrypt with this agent's key, verify ``sender``'s signature (its keys from ``sender_jwks``,
         called only after the decryption worked), check the claims (sealed for ``recipient``, by
-        default this agent) and the replay cache."""
+        default this agent) and the replay cache. ``recorded``: a message read again from a
+        recording (a notebook holding the key): sender, recipient and signature are checked, its
+        age and the replay cache are not. Never for a message that is to be acted on."""
         if len(sealed) > MAX_SEALED_BYTES:
             raise SealError(f"sealed payload of {len(sealed):,} bytes, above {MAX_SEALED_BYTES:,}")
         try:
@@ -114,8 +116,9 @@ class AgentKeys:
             inner.verify(_one(keys, "sig", header.get("kid")))
         except (JWException, ValueError, KeyError, TypeError) as exc:
             raise SealError(f"signature of {sender} not valid: {_why(exc)}") from None
-        problem = ubsp.claims_problem(header, sender, recipient or self.agent, now)
-        if problem is None:
+        checked_at = float(header.get("iat", now)) if recorded and isinstance(header.get("iat"), (int, float)) else now
+        problem = ubsp.claims_problem(header, sender, recipient or self.agent, checked_at)
+        if problem is None and not recorded:
             with self._lock:
                 problem = self._replays.check(header["jti"], float(header["exp"]), now)
         if problem is not None:

@@ -85,6 +85,19 @@ class Ubsp:
         responder = msg.user_property(properties.RESPONDER_AGENT_ID) or ""
         return self._open(msg, responder, org, unit, wait=WAIT_S)
 
+    def read_recorded(self, msg: MqttMessage, org: str, unit: str) -> MqttMessage:
+        """A recorded protected reply sealed to this agent, opened again to be read (a notebook that
+        holds the requester's keys looks into its recording): who sealed it is checked, its age and
+        the replay cache are not (this agent opened it once already, live)."""
+        problem = ubsp.response_problem(msg, self.agent)
+        if problem is not None:
+            raise SealError(problem)
+        responder = msg.user_property(properties.RESPONDER_AGENT_ID) or ""
+        opened = self.keys.open(msg.payload, responder, lambda who: self._peer_jwks(org, unit, who, WAIT_S),
+                                now=time.time(), recipient=self.agent, recorded=True)
+        return dataclasses.replace(msg, payload=opened.payload, content_type=None, payload_format=None,
+                                   user_properties=ubsp.without_ubsp(msg.user_properties))
+
     # -- responder side -------------------------------------------------------------------------------
     def open_request(self, msg: MqttMessage) -> MqttMessage:
         """A protected request opened (items 8, 11, 12): the JSON-RPC payload, and of the profile's

@@ -72,3 +72,16 @@ def test_key_sets_without_the_needed_key_are_named(pair):
         coordinator.seal(PAYLOAD, "analyst", {"keys": "nope"})
     public = coordinator.public_jwks()
     assert all("d" not in k for k in public["keys"]) and {k["use"] for k in public["keys"]} == {"sig", "enc"}
+
+
+def test_a_recorded_payload_is_read_again_without_replay_or_age_checks_but_with_the_signature(pair):
+    coordinator, analyst = pair
+    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    reader = AgentKeys("analyst", analyst.private_jwks())
+    reader.open(sealed, "coordinator", opener(pair), now=time.time())
+    later = time.time() + 3600  # an hour later, already opened once: still readable from a recording
+    assert reader.open(sealed, "coordinator", opener(pair), now=later, recorded=True).payload == PAYLOAD
+    with pytest.raises(SealError, match="replayed"):
+        reader.open(sealed, "coordinator", opener(pair), now=time.time())
+    with pytest.raises(SealError, match="not by mallory"):
+        reader.open(sealed, "mallory", opener(pair), now=later, recorded=True)
