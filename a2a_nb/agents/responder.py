@@ -455,7 +455,7 @@ class Responder:
                 msg = self.ubsp.open_request(msg)
                 opened = True
             except ValueError as exc:  # SealError, UntrustedKeySource: misaddressed, tampered, replayed, no key
-                log.warning("%s refused a ubsp-v1 request: %s", self.agent, exc)
+                log.info("%s refused a ubsp-v1 request: %s", self.agent, exc)  # answered -32005: the requester is told
                 self._refuse_protected(msg, str(exc), pooled)
                 return
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.options.max_request_bytes,

@@ -413,5 +413,5 @@ print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
 # ## What's next
 # Run the bridge from a terminal: `python -m a2a_nb serve ticket-desk` in one shell and
 # `python -m a2a_nb bridge ticket-desk` in another (both with the same `A2A_BROKER_URL`), then point
-# `curl` or any A2A HTTP tool at the URL it prints. Back to the start:
-# [00 · Start here](00-start-here.ipynb).
+# `curl` or any A2A HTTP tool at the URL it prints. Next, the broker itself stops being trusted:
+# [10 · What the broker sees](10-untrusted-broker.ipynb).
