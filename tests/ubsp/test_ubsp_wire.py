@@ -1,8 +1,9 @@
 """ubsp-v1 on a real Mosquitto: what the broker sees, and what a responder refuses.
 
-Profile: Optional Untrusted-Broker Security Profile 3-12. A bare paho-mqtt client subscribed to
-``$a2a/#`` plays the broker's operator (it reads everything the broker carries); attacks replay,
-re-address and re-encrypt sealed requests with bare paho, as anyone on the broker could.
+Profile: Optional Untrusted-Broker Security Profile 3-12. A bare paho-mqtt client subscribed to the
+test unit's ``$a2a/`` topics plays the broker's operator (it reads everything the broker carries
+there); attacks replay, re-address and re-encrypt sealed requests with bare paho, as anyone on the
+broker could.
 """
 from __future__ import annotations
 
@@ -46,9 +47,11 @@ def analyst(ctx) -> None:
 
 
 class Operator:
-    """The broker's operator: a bare paho client that reads everything under ``$a2a/``."""
+    """The broker's operator: a bare paho client that reads everything of the test's unit (``$a2a/#``
+    would do as well, but the session broker keeps every other test's retained cards: their flood
+    would make this unit's card arrive late)."""
 
-    def __init__(self, broker_url: str):
+    def __init__(self, broker_url: str, unit: str):
         u = urlparse(broker_url)
         self.seen: list[mqtt.MQTTMessage] = []
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=uid("operator"), protocol=mqtt.MQTTv5)
@@ -56,7 +59,7 @@ class Operator:
         subscribed = threading.Event()
         self.client.on_subscribe = lambda *a: subscribed.set()
         self.client.connect(u.hostname or "127.0.0.1", u.port or 1883)
-        self.client.subscribe("$a2a/#", qos=1)
+        self.client.subscribe(f"$a2a/v1/+/{ORG}/{unit}/#", qos=1)
         self.client.loop_start()
         assert subscribed.wait(5)
 
@@ -92,7 +95,7 @@ def as_kit(m: mqtt.MQTTMessage) -> MqttMessage:
 def world(broker_url):
     """An operator watching, a ubsp-v1 analyst with a card, and a ubsp-v1 coordinator."""
     unit = uid("ubsp")
-    operator = Operator(broker_url)
+    operator = Operator(broker_url, unit)
     card = cards.agent_card(name="Analyst", description="Analyses tickets.", version="1.0.0", org=ORG, unit=unit,
                             agent="analyst", skills=[cards.skill("rca", "Root cause", "Finds root causes", tags=["ticket"])],
                             streaming=True)
@@ -249,7 +252,7 @@ def test_no_trusted_key_means_nothing_is_sent(broker_url):
     """A responder whose card points to a jwksUri on a host the requester does not trust: the
     send fails with UntrustedKeySource before anything is published (no plaintext fallback)."""
     unit = uid("ubsp")
-    operator = Operator(broker_url)
+    operator = Operator(broker_url, unit)
     card = cards.agent_card(name="Far", description="Keys elsewhere.", version="1.0.0", org=ORG, unit=unit,
                             agent="far", skills=[cards.skill("x", "X", "x", tags=["x"])])
     keys = AgentKeys("far")
@@ -301,8 +304,8 @@ def test_the_ticket_story_with_handover_runs_under_ubsp(broker_url):
     from a2a_nb.traffic.recorder import Recorder
 
     unit = uid("ubsp")
-    operator = Operator(broker_url)
-    recorder = Recorder(broker=broker_url).start()
+    operator = Operator(broker_url, unit)
+    recorder = Recorder(broker=broker_url, org_filter=f"$a2a/v1/+/{ORG}/{unit}/#").start()
     desk = TicketDesk(org=ORG, unit=unit, broker=broker_url, handover="first-reply", pace=0.0,
                       ubsp=Ubsp(AgentKeys("ticket-desk"), INLINE))
     coordinator = Requester("coordinator", org=ORG, unit=unit, broker=broker_url,
@@ -365,7 +368,7 @@ def test_keys_behind_a_trusted_jwks_uri_and_a_card_swapped_by_the_operator(broke
                           ubsp=Ubsp(analyst_keys, trust, {"jwksUri": keys.url_for(f"{ORG}/{unit}/analyst")}))
         coordinator = Requester("coordinator", org=ORG, unit=unit, broker=broker_url,
                                 ubsp=Ubsp(coordinator_keys, trust, {"jwksUri": keys.url_for(f"{ORG}/{unit}/coordinator")}))
-        operator = Operator(broker_url)
+        operator = Operator(broker_url, unit)
         try:
             assert coordinator.send("analyst", SECRET).task["status"]["state"] == "TASK_STATE_COMPLETED"
             served = keys.requests_served
