@@ -179,6 +179,28 @@ def add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broker", default=None, help="broker URL (default: A2A_BROKER_URL, else an embedded Mosquitto)")
 
 
+def add_key_trust(p: argparse.ArgumentParser) -> None:
+    """``--trust-host`` and ``--ca``: where ubsp-v1 keys may come from (``send --ubsp``, ``probe``)."""
+    p.add_argument("--trust-host", action="append", default=None, metavar="HOST[:PORT]",
+                   help="ubsp-v1: an HTTPS host whose jwksUri is trusted (repeatable; default: this machine's key "
+                        "home, 127.0.0.1 with its CA)")
+    p.add_argument("--ca", default=None, metavar="FILE",
+                   help="ubsp-v1: the CA file key servers' certificates are checked against (with --trust-host)")
+
+
+def key_trust(args: argparse.Namespace):
+    """The ``KeyTrust`` that ``--trust-host`` / ``--ca`` describe, or None (the key home's)."""
+    if not args.trust_host:
+        if args.ca:
+            raise UsageError("--ca goes with --trust-host (the hosts whose certificates it signs)")
+        return None
+    if args.ca and not os.path.isfile(args.ca):
+        raise UsageError(f"--ca {args.ca}: no such file")
+    from ..ubsp.trust import KeyTrust
+
+    return KeyTrust(allowed_hosts=tuple(args.trust_host), ca_file=args.ca)
+
+
 def command_broker_url(args: argparse.Namespace) -> Optional[str]:
     """The broker URL a command uses: ``--broker``, else ``A2A_BROKER_URL``, else None (its own)."""
     from ..mqtt.broker import ENV_URL

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from .common import CliError, UsageError, add_scope, one_of, positive_seconds
+from .common import CliError, UsageError, add_key_trust, add_scope, key_trust, one_of, positive_seconds
 
 LEVELS = ("core", "extended")
 """Same as ``probe.runner.LEVELS`` (spelled out so the parser does not import the probe)."""
@@ -31,11 +31,7 @@ def register(sub) -> None:
                         "after 10 timeouts at most")
     p.add_argument("--deadline", type=positive_seconds, default=None, metavar="SECONDS",
                    help="seconds the whole probe may take (default 60 timeouts); checks left then are skipped")
-    p.add_argument("--trust-host", action="append", default=None, metavar="HOST[:PORT]",
-                   help="ubsp-v1: an HTTPS host whose jwksUri the probe trusts (repeatable; default: this machine's "
-                        "key home, 127.0.0.1 with its CA)")
-    p.add_argument("--ca", default=None, metavar="FILE", help="ubsp-v1: the CA file key servers' certificates are "
-                                                             "checked against (with --trust-host)")
+    add_key_trust(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON (instead of text)")
     p.add_argument("--junit", default=None, metavar="FILE", help="also write the report as JUnit XML to FILE")
     add_scope(p)
@@ -51,7 +47,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     try:
         report = run_probe(args.agent, org=args.org, unit=args.unit, broker=args.broker, level=args.level,
                            pool=args.pool, token=args.token, timeout=args.timeout, probe_as=args.probe_as,
-                           deadline=args.deadline, trust=_trust(args))
+                           deadline=args.deadline, trust=key_trust(args))
     except ProbeError as exc:
         hint = exc.hint
         if not args.broker and not os.environ.get(ENV_URL):
@@ -68,13 +64,3 @@ def cmd_probe(args: argparse.Namespace) -> int:
             print(f"JUnit report: {args.junit}", file=sys.stderr)
     return report.exit_code()
 
-
-def _trust(args: argparse.Namespace):
-    """The KeyTrust ``--trust-host`` / ``--ca`` describe, or None (the key home's)."""
-    if not args.trust_host:
-        if args.ca:
-            raise UsageError("--ca goes with --trust-host (the hosts whose certificates it signs)")
-        return None
-    from ..ubsp.trust import KeyTrust
-
-    return KeyTrust(allowed_hosts=tuple(args.trust_host), ca_file=args.ca)

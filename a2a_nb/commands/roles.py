@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Optional
 
-from .common import (SERVABLE_AGENTS, CliError, UsageError, add_scope, broker_lost, check_recording_target,
-                     no_card_hint, non_negative_seconds, one_of, positive_int, positive_seconds, scope_options,
-                     wait_for_signal)
+from .common import (SERVABLE_AGENTS, CliError, UsageError, add_key_trust, add_scope, broker_lost,
+                     check_recording_target, key_trust, no_card_hint, non_negative_seconds, one_of, positive_int,
+                     positive_seconds, scope_options, wait_for_signal)
 
 HANDOVER_PLANS = ("none", "first-reply", "mid-stream", "double", "dies")
 """Same as ``story.cast.HANDOVER_PLANS`` (spelled out so the parser does not import the cast; a test checks)."""
@@ -45,6 +45,7 @@ def register(sub) -> None:
     m.add_argument("--ubsp", action="store_true",
                    help="ubsp-v1: seal the request and read sealed replies (end-to-end JWE; keys of this machine's "
                         "key home, A2A_UBSP_DIR)")
+    add_key_trust(m)
     m.add_argument("--task", metavar="TASK_ID", default=None,
                    help="continue this interrupted task (input-required): the text is the answer, sent on the "
                         "same Task.id and contextId with a new messageId, to the agent that answers for the task "
@@ -144,6 +145,9 @@ def cmd_send(args: argparse.Namespace) -> int:
     from ..protocol.errors import A2AError
     from ..protocol.retry import RetryProfile
 
+    trust = key_trust(args)  # usage mistakes first, before anything connects
+    if trust is not None and not args.ubsp:
+        raise UsageError("--trust-host and --ca go with --ubsp")
     if not args.broker and not os.environ.get(ENV_URL):
         print(f"note: {ENV_URL} is not set, so this command started a private Mosquitto: agents served in other "
               f"shells are not on it (export {ENV_URL}=<the URL `python -m a2a_nb broker` prints>)",
@@ -159,8 +163,11 @@ def cmd_send(args: argparse.Namespace) -> int:
             raise UsageError("--ubsp needs the 'secure' extra (pip install 'a2a_nb[secure]')")
     agent = sender_agent(args)
     try:
+        protection = local.ubsp(args.org, args.unit, agent) if local else None
+        if protection is not None and trust is not None:
+            protection.trust = trust  # whose keys to believe; ours are still served by the key home
         req = Requester(agent, org=args.org, unit=args.unit, broker=args.broker, retry=retry,
-                        routes_path=routes_path(), ubsp=local.ubsp(args.org, args.unit, agent) if local else None)
+                        routes_path=routes_path(), ubsp=protection)
     except BaseException:
         if local is not None:
             local.close()

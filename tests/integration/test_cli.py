@@ -312,3 +312,15 @@ def test_send_ubsp_runs_the_ticket_story_sealed_end_to_end(served, env, tmp_path
 def test_send_ubsp_to_a_pool_is_a_usage_error(env, tmp_path):
     out = run(["send", "pool:analysts", "hello", "--ubsp"], env)
     assert out.returncode == 2 and "a pool has none" in out.stderr
+
+
+def test_send_ubsp_trusts_only_the_hosts_it_is_told(served, env):
+    """`--trust-host` replaces the key home's trust: the echo's keys, served on 127.0.0.1, are then
+    not believed, and nothing is sent (fail closed). Without --ubsp the flag is a usage mistake."""
+    served("echo", unit="cli-trust")
+    out = run(["send", "echo", "hello", "--unit", "cli-trust", "--ubsp", "--trust-host", "keys.acme.example"], env)
+    assert out.returncode != 0 and "not on the trusted list (trusted: keys.acme.example)" in out.stderr, out.stderr
+    trusted = run(["send", "echo", "hello", "--unit", "cli-trust", "--ubsp"], env)
+    assert trusted.returncode == 0 and "echo: hello" in trusted.stdout, trusted.stderr
+    misuse = run(["send", "echo", "hello", "--unit", "cli-trust", "--trust-host", "keys.acme.example"], env)
+    assert misuse.returncode == 2 and "go with --ubsp" in misuse.stderr
