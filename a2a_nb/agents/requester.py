@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session, SessionError
 from ..protocol import errors, jsonrpc, messages, properties, states, topics
+from ..protocol import ubsp as ubsp_rules
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
@@ -235,7 +236,7 @@ class Requester:
         self.session.subscribe(self.reply_topic, handler=self._on_reply)
         if ubsp is not None:  # Untrusted-Broker Security Profile 7: where responders find our keys
             ubsp.bind(self.session, org, unit)
-            self.session.publish(ubsp.key_metadata_message(org, unit))
+            ubsp.announce()
 
     def _check_token_transport(self, token: Optional[str]) -> None:
         if token and not self.session.endpoint.tls and not self.allow_token_without_tls:
@@ -329,7 +330,7 @@ class Requester:
         assert protection is not None
 
         def open_reply(msg: MqttMessage) -> Optional[MqttMessage]:
-            if not msg.user_property(properties.SECURITY_PROFILE) and _is_error(msg.payload):
+            if not msg.user_property(properties.SECURITY_PROFILE) and ubsp_rules.is_plaintext_refusal(_json_or_none(msg)):
                 self.stats.plaintext_errors += 1
                 return msg
             try:
@@ -556,10 +557,7 @@ class Requester:
 
     def close(self) -> None:
         if self.ubsp is not None and self.session.connected:
-            try:  # our key metadata goes with us (retained messages outlive the session)
-                self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit, clear=True), timeout=2.0)
-            except SessionError:
-                pass
+            self.ubsp.withdraw()  # our key metadata goes with us
         self.session.close()
         if self._route_store is not None:
             self._route_store.close()
@@ -755,9 +753,9 @@ class Stream:
         return stream_html(self)
 
 
-def _is_error(payload: bytes) -> bool:
-    """Is ``payload`` a JSON-RPC error response (and nothing else)?"""
+def _json_or_none(msg: MqttMessage) -> Any:
+    """The payload as JSON, or None when it is none (a JWE, bytes)."""
     try:
-        return not jsonrpc.parse_response(payload).ok
-    except (A2AError, ValueError, TypeError):
-        return False
+        return msg.json()
+    except ValueError:
+        return None

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
-from ..protocol import errors, inbound, jsonrpc, messages, pools, properties, states, topics, ubsp
+from ..protocol import cards, errors, inbound, jsonrpc, messages, pools, properties, states, topics
+from ..protocol import ubsp as ubsp_rules
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
 from ..protocol.packet import MqttMessage, encode_json
@@ -118,7 +119,7 @@ class Responder:
         self.org, self.unit, self.agent = org, unit, agent
         self.handler = handler
         self.ubsp = ubsp
-        self.card = _with_extension(card, ubsp.card_extension()) if (card is not None and ubsp is not None) else card
+        self.card = cards.with_extension(card, ubsp.card_extension()) if (card is not None and ubsp is not None) else card
         self.runtime = runtime or TaskRuntime()
         self.pool = pool
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
@@ -157,7 +158,7 @@ class Responder:
         if self.ubsp is not None:
             self.ubsp.bind(self.session, self.org, self.unit)
             if self.card is None and not self.pool:  # no card to carry its key metadata: its event topic does
-                self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit))
+                self.ubsp.announce()
         self.runtime.register(self)
         for i in range(0 if self.options.inline else self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
@@ -347,10 +348,7 @@ class Responder:
             except Exception as exc:
                 log.warning("%s: could not publish offline presence: %s", self.agent, exc)
         if self.ubsp is not None and self.card is None and not self.pool:
-            try:  # its key metadata goes with it (a retained message outlives the session)
-                self.session.publish(self.ubsp.key_metadata_message(self.org, self.unit, clear=True), timeout=2)
-            except Exception as exc:
-                log.warning("%s: could not clear its key metadata: %s", self.agent, exc)
+            self.ubsp.withdraw()  # its key metadata goes with it
         self._shutdown_workers()
         self.session.close()
         self.runtime.unregister(self)
@@ -450,13 +448,14 @@ class Responder:
     # -- processing ------------------------------------------------------------------------------------
     def _process(self, msg: MqttMessage, pooled: bool) -> None:
         opened = False
-        if self.ubsp is not None and ubsp.is_protected(msg) and self._answerable(msg):
+        if self.ubsp is not None and ubsp_rules.is_protected(msg) and self._answerable(msg):
             try:  # Untrusted-Broker Security Profile 8, 11, 12: checked and opened before anything else
                 msg = self.ubsp.open_request(msg)
                 opened = True
             except ValueError as exc:  # SealError, UntrustedKeySource: misaddressed, tampered, replayed, no key
                 log.info("%s refused a ubsp-v1 request: %s", self.agent, exc)  # answered -32005: the requester is told
-                self._refuse_protected(msg, str(exc), pooled)
+                self._reply_error(msg, None, errors.transport_protocol_error(f"ubsp-v1: {exc}"), pooled,
+                                  self._seal_for(msg, or_plaintext=True))
                 return
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.options.max_request_bytes,
                                         self.reply_namespaces, opened)
@@ -492,30 +491,21 @@ class Responder:
             mode = properties.MODE_JSON  # a protected stream's chunks are JWE text, never native binary
         return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length, seal=seal)
 
-    def _refuse_protected(self, msg: MqttMessage, why: str, pooled: bool) -> None:
-        """``transport_protocol_error`` for a ubsp-v1 request that cannot be opened (Untrusted-Broker
-        Security Profile 11): sealed to the requester when it has a trusted key, else in plaintext
-        (the error says only why; without a key there is nobody to seal it to)."""
-        self.stats.errors += 1
-        seal = self._seal_for(msg)
-        err = errors.transport_protocol_error(f"ubsp-v1: {why}")
-        self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
-                                                     jsonrpc.error_response(None, err),
-                                                     lambda m, sender: (seal and seal(m, sender)) or m)])
-
-    def _seal_for(self, msg: MqttMessage) -> Optional[Seal]:
-        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1 (the
-        requester's own key when it has a trusted one, so even an error can be read only by it)."""
-        if self.ubsp is None or not ubsp.is_protected(msg):
+    def _seal_for(self, msg: MqttMessage, or_plaintext: bool = False) -> Optional[Seal]:
+        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1. A reply that
+        cannot be sealed (no trusted key for the requester) is not sent; ``or_plaintext``: the
+        -32005 refusal of a request that could not be opened goes in plaintext instead (it says only
+        why; Untrusted-Broker Security Profile 11, ``ubsp_rules.is_plaintext_refusal``)."""
+        if self.ubsp is None or not ubsp_rules.is_protected(msg):
             return None
         protection, requester = self.ubsp, msg.user_property(properties.REQUESTER_AGENT_ID) or ""
 
         def seal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
             try:
                 return protection.seal_reply(reply, sender, requester)
-            except ValueError as exc:  # no trusted key for the requester: the reply is not sent at all
+            except ValueError as exc:  # no trusted key for the requester
                 log.warning("%s cannot seal a reply to %s: %s", self.agent, requester, exc)
-                return None
+                return reply if or_plaintext else None
         return seal
 
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
@@ -603,10 +593,13 @@ class Responder:
         self.runtime.outbox.send([self.runtime.reply(rec, self.agent, pooled, *_reply_path(msg),
                                                      jsonrpc.result_response(v.request_id, result), self._seal_for(msg))])
 
-    def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool) -> None:
+    def _reply_error(self, msg: MqttMessage, request_id, err: A2AError, pooled: bool,
+                     seal: Optional[Seal] = None) -> None:
+        """An error on ``msg``'s reply path, sealed like every reply to it (``seal``: another way)."""
         self.stats.errors += 1
         self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
-                                                     jsonrpc.error_response(request_id, err), self._seal_for(msg))])
+                                                     jsonrpc.error_response(request_id, err),
+                                                     seal or self._seal_for(msg))])
 
 
 def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:
@@ -615,9 +608,3 @@ def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:
     assert msg.response_topic is not None and msg.correlation_data is not None
     return msg.response_topic, msg.correlation_data
 
-
-def _with_extension(card: dict, extension: dict) -> dict:
-    """A copy of ``card`` whose ``capabilities.extensions`` also declares ``extension``."""
-    caps = dict(card.get("capabilities") or {})
-    caps["extensions"] = [e for e in caps.get("extensions") or [] if e.get("uri") != extension["uri"]] + [extension]
-    return {**card, "capabilities": caps}

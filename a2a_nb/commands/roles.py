@@ -163,11 +163,8 @@ def cmd_send(args: argparse.Namespace) -> int:
             raise UsageError("--ubsp needs the 'secure' extra (pip install 'a2a_nb[secure]')")
     agent = sender_agent(args)
     try:
-        protection = local.ubsp(args.org, args.unit, agent) if local else None
-        if protection is not None and trust is not None:
-            protection.trust = trust  # whose keys to believe; ours are still served by the key home
         req = Requester(agent, org=args.org, unit=args.unit, broker=args.broker, retry=retry,
-                        routes_path=routes_path(), ubsp=protection)
+                        routes_path=routes_path(), ubsp=local.ubsp(args.org, args.unit, agent, trust) if local else None)
     except BaseException:
         if local is not None:
             local.close()

@@ -10,14 +10,13 @@ re-address a sealed request, replay one, and announce a requester whose keys sit
 """
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any, Optional
 
 from ..protocol import errors, jsonrpc, messages, ubsp
 from ..protocol.packet import MqttMessage
 from ..protocol.safe_text import safe_text
-from .client import Exchange
+from .client import Exchange, json_of
 from .probe_run import ProbeRun
 from .rules import EXTENDED, MUST, SHOULD, Outcome, check, failed, not_applicable, passed
 
@@ -65,18 +64,17 @@ def exchange(run: ProbeRun, msg: MqttMessage) -> Exchange:
                                content_type=msg.content_type)
 
 
-def opened(run: ProbeRun, reply: MqttMessage) -> tuple[Optional[dict], str]:
-    """The JSON-RPC reply, opened when sealed (``(None, why)`` when it cannot be read), and how it came."""
+def opened(run: ProbeRun, reply: MqttMessage) -> tuple[Any, str]:
+    """The JSON-RPC reply, opened when sealed and read within the probe's bounds (``json_of``; None
+    when it cannot be read), and how it came."""
     if not ubsp.is_protected(reply):
-        try:
-            return json.loads(reply.payload), "in plaintext"
-        except ValueError:
-            return None, "in plaintext, not JSON"
+        found = json_of(reply)
+        return found, "in plaintext" if found is not None else "in plaintext, not JSON"
     try:
         plain = run.ubsp.open_reply(reply, run.org, run.unit)
     except ValueError as exc:
         return None, f"sealed, but not for the probe: {safe_text(str(exc), 160)}"
-    return json.loads(plain.payload), "sealed to the probe"
+    return json_of(plain), "sealed to the probe"
 
 
 def _refused(run: ProbeRun, ex: Exchange, sent: str, what: str) -> Outcome:

@@ -25,7 +25,6 @@ from typing import Any, Callable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..protocol import cards, topics
-from ..protocol import ubsp as ubsp_rules
 from ..protocol.packet import MqttMessage
 from ..protocol.safe_text import safe_text
 from ..traffic.lint import check_traffic
@@ -99,11 +98,9 @@ def _speak_ubsp(client: ProbeClient, trust: Optional[Any]) -> tuple[Optional[Any
     except ImportError:
         return None, None
     local = LocalKeys()
-    protection = local.ubsp(client.org, client.unit, client.agent)
-    if trust is not None:
-        protection.trust = trust
+    protection = local.ubsp(client.org, client.unit, client.agent, trust)
     protection.bind(client.session, client.org, client.unit)
-    client.session.publish(protection.key_metadata_message(client.org, client.unit))
+    protection.announce()
     return protection, local
 
 
@@ -134,7 +131,7 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
     started = time.monotonic()
     deadline = DEADLINE_FACTOR * timeout if deadline is None else deadline
     client = ProbeClient(org, unit, broker=broker, timeout=timeout, agent=probe_as, ends_at=started + deadline)
-    local = None
+    local, run_ubsp = None, None
     try:
         if token and not client.session.endpoint.tls:
             raise ProbeError("a bearer token may only travel over TLS (Profile: OAuth 2.0 and OIDC over MQTT "
@@ -150,7 +147,8 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
                              "give --token TOKEN (an access token for this agent), over an mqtts:// broker")
         run = ProbeRun(client, agent, card, card_msg, level, pool, token, deadline=deadline)
         if level == "extended":
-            run.ubsp, local = _speak_ubsp(client, trust)
+            run_ubsp, local = _speak_ubsp(client, trust)
+            run.ubsp = run_ubsp
         rows = []
         for c in rules.CHECKS:
             if level == "extended" or c.conformance == rules.CORE:
@@ -163,11 +161,8 @@ def run_probe(agent: str, *, org: str = "acme", unit: str = "support",
                 progress(row)
         rows += found
     finally:
-        if local is not None:
-            try:  # the probe's key metadata goes with it
-                client.session.publish(ubsp_rules.key_metadata_message(org, unit, client.agent, None), timeout=2)
-            except Exception:
-                pass
+        if run_ubsp is not None:
+            run_ubsp.withdraw()  # the probe's key metadata goes with it
         client.close()
         if local is not None:
             local.close()

@@ -131,6 +131,14 @@ def skill(id: str, name: str, description: str, tags: Union[str, Iterable[str]],
     return s
 
 
+def with_extension(card: dict[str, Any], extension: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``card`` whose ``capabilities.extensions`` declares ``extension`` (replacing one with
+    the same ``uri``; Agent Card Requirements 2: transport metadata in extension fields)."""
+    caps = dict(card.get("capabilities") or {})
+    caps["extensions"] = [e for e in caps.get("extensions") or [] if e.get("uri") != extension["uri"]] + [extension]
+    return {**card, "capabilities": caps}
+
+
 def provider(organization: str, url: str) -> dict[str, Any]:
     """AgentProvider (v1.0 requires both fields)."""
     return {"organization": _text(organization, "organization"), "url": _text(url, "provider url")}

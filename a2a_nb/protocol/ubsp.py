@@ -101,6 +101,13 @@ def response_problem(msg: MqttMessage, requester: str) -> Optional[str]:
     return _content_type_problem(msg)
 
 
+def is_plaintext_refusal(reply: Any) -> bool:
+    """May this plaintext reply answer a ubsp-v1 request? Only as a JSON-RPC error (``reply`` parsed):
+    a responder that cannot open a request, or has no trusted key for the requester, can say why
+    only in plaintext, and an error reveals no payload. Anything else must be sealed (item 3)."""
+    return isinstance(reply, dict) and isinstance(reply.get("error"), dict) and "result" not in reply
+
+
 def without_ubsp(props: UserProperties) -> UserProperties:
     """The user properties minus the profile's own, for the opened message handed to the kit."""
     return tuple((k, v) for k, v in props if k not in UBSP_PROPERTIES)

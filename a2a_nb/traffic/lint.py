@@ -573,7 +573,7 @@ def ubsp_envelope(m: Message, ctx: Context) -> Iterator[str]:
     if m.request is None or not m.request.protected:
         return
     if not m.protected:
-        if not (type(m.payload) is dict and "error" in m.payload):  # a plaintext refusal says only why
+        if not ubsp.is_plaintext_refusal(m.payload):
             yield ("a reply to a ubsp-v1 request is not protected: every reply and stream item of the "
                    "interaction must be a JWE to the requester")
         return

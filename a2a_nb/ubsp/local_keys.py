@@ -48,13 +48,13 @@ class LocalKeys:
         self.server = KeyServer(tls)
         self.trust = KeyTrust(allowed_hosts=("127.0.0.1",), ca_file=str(tls["ca"]))
 
-    def ubsp(self, org: str, unit: str, agent: str) -> Ubsp:
+    def ubsp(self, org: str, unit: str, agent: str, trust: Optional[KeyTrust] = None) -> Ubsp:
         """``agent``'s ubsp-v1 protection: its keys (made on first use, then kept), served here, and
-        the home's trust."""
+        the home's trust (``trust``: believe other key servers instead)."""
         name = f"{org}/{unit}/{agent}"
         keys = self._keys(name, agent)
         self.server.publish(name, keys.public_jwks())
-        return Ubsp(keys, self.trust, {"jwksUri": self.server.url_for(name)})
+        return Ubsp(keys, trust or self.trust, {"jwksUri": self.server.url_for(name)})
 
     def _keys(self, name: str, agent: str) -> AgentKeys:
         path = self.home / "agents" / (name.replace("/", ".") + ".jwks.json")

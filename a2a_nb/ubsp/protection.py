@@ -11,6 +11,7 @@ the agent's session when the agent starts.
 from __future__ import annotations
 
 import copy
+import logging
 import dataclasses
 import time
 from typing import Any, Optional
@@ -21,6 +22,8 @@ from ..protocol.packet import MqttMessage
 from .directory import WAIT_S, KeyDirectory
 from .keys import AgentKeys, SealError
 from .trust import KeyTrust, UntrustedKeySource
+
+log = logging.getLogger(__name__)
 
 
 class Ubsp:
@@ -33,6 +36,7 @@ class Ubsp:
         self.agent = keys.agent
         self.metadata = metadata if metadata is not None else {"jwks": keys.public_jwks()}
         self.directory: Optional[KeyDirectory] = None
+        self._where: Optional[tuple[Session, str, str]] = None  # the session, org and unit of ``bind``
         self.speaks_for = {self.agent}  # this agent and the instances it spawned (``for_instance``)
         self.refused = 0  # protected messages that could not be opened (tampered, replayed, untrusted, misaddressed)
 
@@ -49,6 +53,7 @@ class Ubsp:
     def bind(self, session: Session, org: str, unit: str) -> None:
         """Follow the key metadata of the agents of ``org``/``unit`` through ``session`` (called by
         the agent when it starts; an instance shares its card agent's directory)."""
+        self._where = (session, org, unit)
         if self.directory is None:
             self.directory = KeyDirectory(session, self.trust, org, unit)
 
@@ -56,9 +61,25 @@ class Ubsp:
         """The Agent Card extension that offers ``ubsp-v1`` with this agent's key metadata."""
         return ubsp.card_extension(self.metadata)
 
-    def key_metadata_message(self, org: str, unit: str, clear: bool = False) -> MqttMessage:
-        """A requester's retained key metadata (``clear``: the empty retained message that removes it)."""
-        return ubsp.key_metadata_message(org, unit, self.agent, None if clear else self.metadata)
+    def announce(self) -> None:
+        """Publish this agent's key metadata, retained, on its event topic (an agent without a card:
+        a requester, a spawned instance, the probe; item 7). After :meth:`bind`."""
+        session, org, unit = self._bound()
+        session.publish(ubsp.key_metadata_message(org, unit, self.agent, self.metadata))
+
+    def withdraw(self) -> None:
+        """Clear what :meth:`announce` published (a retained message outlives the session); a session
+        that can no longer publish leaves it (logged)."""
+        session, org, unit = self._bound()
+        try:
+            session.publish(ubsp.key_metadata_message(org, unit, self.agent, None), timeout=2.0)
+        except Exception as exc:  # the broker is gone, the session closed
+            log.warning("%s: could not clear its key metadata: %s", self.agent, exc)
+
+    def _bound(self) -> tuple[Session, str, str]:
+        if self._where is None:
+            raise RuntimeError(f"{self.agent}: bind(session, org, unit) first")
+        return self._where
 
     def _peer_jwks(self, org: str, unit: str, agent: str, wait: float = 0.0) -> dict[str, Any]:
         """``wait``: a requester waits for a card it may not have read yet; a responder does not (the
