@@ -661,7 +661,7 @@ class Stream:
             raise
         if reroute is not None:
             self.target = reroute.to
-        if msg.payload_format == 0 and props.get(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE:
+        if properties.is_binary_chunk(msg.user_properties, msg.payload_format):
             if not self.view.add_binary_chunk(msg):
                 self.duplicates += 1
                 req.stats.duplicates += 1

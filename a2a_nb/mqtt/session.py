@@ -23,7 +23,7 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional, Union
 
 import paho.mqtt.client as mqtt
@@ -35,7 +35,9 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
 from ..protocol.topics import SHARE_PREFIX
+from . import capabilities
 from .broker import BrokerEndpoint, resolve
+from .capabilities import BrokerCapabilities
 from .network_loop import NetworkLoop
 
 log = logging.getLogger(__name__)
@@ -85,13 +87,21 @@ class PublishResult:
 class PendingPublish:
     """A publish in flight; ``result()`` waits for its PUBACK."""
 
-    def __init__(self, session: "Session", mid: int, qos: int):
-        self._session, self.mid, self.qos = session, mid, qos
+    def __init__(self, session: "Session", mid: int, qos: int, topic: str = ""):
+        self._session, self.mid, self.qos, self.topic = session, mid, qos, topic
 
     def result(self, timeout: float = 5.0) -> PublishResult:
         if self.qos == 0:
             return PublishResult(0, "Success")
-        return self._session._wait_puback(self.mid, timeout)
+        return explained(self._session._wait_puback(self.mid, timeout), self.topic)
+
+
+def explained(result: PublishResult, topic: str) -> PublishResult:
+    """``result`` with the kit's words for a refusal it can explain (a broker that forbids ``$`` topics)."""
+    if result.accepted:
+        return result
+    words = capabilities.publish_refused_words(result.reason_code, topic)
+    return PublishResult(result.reason_code, f"{result.reason}: {words}") if words else result
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,9 @@ class Session:
         self._unsubacks: set[int] = set()
         self._connected = False
         self._connack: Optional[tuple[int, str]] = None
+        self.capabilities = BrokerCapabilities()
+        """What the broker's latest CONNACK said it offers (``mqtt/capabilities.py``); MQTT's defaults
+        until it has answered."""
         self._dropped_before_connack = False  # the broker closed the first connection without a CONNACK
         self._closed = False
         self.connect_count = 0
@@ -293,8 +306,28 @@ class Session:
         if code >= 0x80:
             self._loop.stop()
             self._unregister()
-            raise ConnectFailed(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})", code)
+            words = capabilities.connect_refused_words(code, self._will.topic if self._will else None)
+            raise ConnectFailed(f"the broker at {self.endpoint.url} refused {self.client_id}: {reason} ({code})"
+                                + (f"; {words}" if words else ""), code)
+        if self._inflight_limit() != self.endpoint.inflight:
+            return self._connect_within_receive_maximum(max(0.1, deadline - time.monotonic()))
         return self
+
+    def _connect_within_receive_maximum(self, timeout: float) -> "Session":
+        """The broker allows fewer unacknowledged publishes than this client would keep (Receive Maximum,
+        MQTT v5 §3.3.4). paho takes an inflight limit only on a client that is not connected, so: a clean
+        DISCONNECT (no will), and the same connect again with a new paho client keeping the broker's limit."""
+        limit = self._inflight_limit()
+        log.info("%s: the broker's Receive Maximum is %d: connecting again keeping at most that many publishes "
+                 "unacknowledged", self.client_id, limit)
+        self.connect_count = 0  # not a reconnect: no notices, no resubscribe
+        self._client.disconnect()
+        self._stop_loop()
+        with self._cond:
+            self._connack, self._connected, self._dropped_before_connack = None, False, False
+        self.endpoint = replace(self.endpoint, inflight=limit)
+        self._client = self._make_client()
+        return self.connect(timeout)
 
     # -- paho callbacks (network thread: only hand over) ----------------------------------------
     def _on_socket_open(self, client, userdata, sock) -> None:
@@ -314,6 +347,10 @@ class Session:
             hook(text)
         except Exception:  # a failing hook must not stop the network thread
             log.exception("%s: the on_link hook failed", self.client_id)
+
+    def _inflight_limit(self) -> int:
+        """Unacknowledged QoS 1 publishes: the URL's ``inflight`` within the broker's Receive Maximum."""
+        return self.capabilities.inflight_limit(self.endpoint.inflight)
 
     def _on_pre_connect(self, client, userdata) -> None:
         """paho is about to open a connection: after a loss, one more reconnect attempt."""
@@ -336,6 +373,13 @@ class Session:
             self._lost = None
             self._tell(f"broker back after {time.monotonic() - lost[0]:.1f} s (attempt {self._reconnects}): "
                        "subscriptions renewed; messages sent while it was gone may be lost")
+        if reason_code.value < 0x80:
+            self.capabilities = BrokerCapabilities.from_connack(properties.json() if properties else {})
+            if self.connect_count and self._inflight_limit() != self.endpoint.inflight:  # connect() handles the first
+                log.warning("%s: the broker's Receive Maximum is now %d, below the %s unacknowledged publishes this "
+                            "session keeps; paho cannot lower it on a live client: reconnect the agent (or set "
+                            "?inflight=%d in the broker URL)", self.client_id, self.capabilities.receive_maximum,
+                            self.endpoint.inflight or "unlimited", self._inflight_limit())
         with self._cond:
             self._connack = (reason_code.value, str(reason_code))
             self._qos0_mids.clear()  # paho drops QoS 0 messages unsent at a disconnect, without on_publish
@@ -460,14 +504,19 @@ class Session:
         """Publish without waiting; call ``result()`` on what it returns to read the PUBACK (a PUBACK
         nobody reads stays in memory: fire-and-forget publishes use ``publish_then``)."""
         self._ensure_open()
-        info = self._client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain,
-                                    properties=_properties(msg, PacketTypes.PUBLISH))
+        props = _properties(msg, PacketTypes.PUBLISH)
+        caps = self.capabilities
+        if msg.retain or msg.qos > caps.max_qos or caps.max_packet_size is not None:
+            refusal = caps.refuse_publish(msg.topic, msg.qos, msg.retain, _packet_size(msg, props))
+            if refusal:
+                raise SessionError(f"{self.client_id}: not published: {refusal}")
+        info = self._client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain, properties=props)
         if info.rc != mqtt.MQTT_ERR_SUCCESS:
             raise SessionError(f"{self.client_id}: publish to {msg.topic} not accepted by the client: "
                                f"{mqtt.error_string(info.rc)}")
         if msg.qos == 0:
             self._forget_qos0_ack(info.mid)
-        return PendingPublish(self, info.mid, msg.qos)
+        return PendingPublish(self, info.mid, msg.qos, msg.topic)
 
     def _forget_qos0_ack(self, mid: int) -> None:
         """paho calls ``on_publish`` for a QoS 0 message too, once written, before or after
@@ -482,6 +531,8 @@ class Session:
         or at once (QoS 0). The requester uses it to wait for a reply and the PUBACK at the same time."""
         # Never hold our lock while paho publishes: paho calls _on_publish under its own mutex.
         mid = self.publish_nowait(msg).mid
+        told = on_ack
+        on_ack = lambda result: told(explained(result, msg.topic))  # noqa: E731 (the refusal in words)
         if msg.qos == 0:
             on_ack(PublishResult(0, "Success"))
             return
@@ -513,6 +564,9 @@ class Session:
         to the reply topic before publishing a request that names it)."""
         sub = filter_ if isinstance(filter_, Subscription) else Subscription(filter_, qos, **options)
         self._ensure_open()
+        refusal = self.capabilities.refuse_subscription(sub.filter)
+        if refusal:
+            raise SessionError(f"{self.client_id}: not subscribed to {sub.filter}: {refusal}")
         with self._cond:
             self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter] + [(sub, handler)]
             self._route_cache = {}
@@ -552,6 +606,8 @@ class Session:
         message to arrive through a shared subscription. The PUBACK code alone cannot tell: another
         subscriber (a recorder on ``$a2a/#``) also makes it 0.
         """
+        if not self.capabilities.shared_subscriptions:  # asking would end the connection (MQTT v5 §4.8.2)
+            return False
         shared = f"$share/a2a-nb-probe/{probe_topic}"
         arrived = threading.Event()
         self.subscribe(shared, handler=lambda m: arrived.set())
@@ -730,6 +786,15 @@ def _fixed_properties(packet_type: int, response_topic: Optional[str], correlati
     if payload_format is not None:
         props.PayloadFormatIndicator = int(payload_format)
     return props
+
+
+def _packet_size(msg: MqttMessage, props: Optional[Properties]) -> int:
+    """The bytes of ``msg``'s PUBLISH packet (MQTT v5 §3.3): fixed header, topic, packet id, properties
+    (paho packs them), payload. Asked only where the broker set a Maximum Packet Size."""
+    prop_bytes = len(props.pack()) if props is not None else 1
+    rest = 2 + len(msg.topic.encode()) + (2 if msg.qos else 0) + prop_bytes + len(msg.payload)
+    length_bytes = 1 if rest < 128 else 2 if rest < 16384 else 3 if rest < 2097152 else 4
+    return 1 + length_bytes + rest
 
 
 def _from_paho(m: mqtt.MQTTMessage) -> MqttMessage:

@@ -61,7 +61,8 @@ def binary_artifacts(run: ProbeRun) -> Outcome:
                               stream=True, extra_props=mode))
     sent = "SendStreamingMessage with a2a-artifact-mode=binary"
     chunks = [m for s in sents for m in s.exchange.correlated
-              if m.user_property(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE and m.payload_format == 0]
+              if m.user_property(properties.EVENT_TYPE) == properties.EVENT_ARTIFACT_UPDATE
+              and (m.payload_format == 0 or properties.is_binary_chunk(m.user_properties, m.payload_format))]
     if not chunks:
         chosen = {str(m.user_property(properties.ARTIFACT_MODE)) for s in sents for m in s.exchange.correlated
                   if m.user_property(properties.ARTIFACT_MODE) is not None}
@@ -72,4 +73,9 @@ def binary_artifacts(run: ProbeRun) -> Outcome:
     missing = [k for k in needed if any(m.user_property(k) is None for m in chunks)]
     if missing:
         return failed(sent, f"{len(chunks)} binary chunk(s)", f"chunks without {', '.join(missing)}")
+    unmarked = sum(1 for m in chunks if m.payload_format != 0)
+    if unmarked:
+        return failed(sent, f"{len(chunks)} binary chunk(s)", f"{unmarked} chunk(s) arrived without Payload Format "
+                      "Indicator 0 (the profile requires it; if the agent sets it, the broker dropped it: "
+                      "`python -m a2a_nb check-broker` tells)")
     return passed(sent, f"{len(chunks)} binary chunk(s), Payload Format Indicator 0, properties complete")

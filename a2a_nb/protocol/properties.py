@@ -173,6 +173,19 @@ def chunk_properties(
     return tuple(props)
 
 
+def is_binary_chunk(user_properties: Iterable[tuple[str, str]], payload_format: Optional[int]) -> bool:
+    """Is this stream item a native binary artifact chunk (Binary Artifact Mode 5-9)?
+
+    Recognised by the user properties every chunk carries (``a2a-event-type: task-artifact-update``
+    with an ``a2a-chunk-seqno``), not by its Payload Format Indicator alone: responders set PFI 0 as the
+    profile requires, but some brokers drop an explicit PFI 0 on the way, which would turn a chunk into a
+    "payload is not valid UTF-8" JSON error. A PFI of 1 (UTF-8 text) still means JSON."""
+    if payload_format == 1:
+        return False
+    found = dict(user_properties)
+    return found.get(EVENT_TYPE) == EVENT_ARTIFACT_UPDATE and CHUNK_SEQNO in found
+
+
 def responder_id(publisher: str, addressed: str, pooled: bool, announced: Optional[str] = None) -> UserProperties:
     """The ``a2a-responder-agent-id`` a reply or stream item carries, if any.
 
