@@ -16,20 +16,25 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from a2a_nb.mqtt.broker import BrokerEndpoint
+from a2a_nb.mqtt.session import paho_client
 
 
 def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid, protocol=mqtt.MQTTv5)
-    c.max_inflight_messages_set(ep.inflight)  # the same window as the kit's sessions
+    c = paho_client(ep, cid)  # the URL's login, TLS and inflight window, as the kit's sessions have them
     connected = threading.Event()
-    c.on_connect = lambda *a: connected.set()
+    codes: list[int] = []
+    c.on_connect = lambda client, userdata, flags, reason_code, props: (codes.append(reason_code.value),
+                                                                         connected.set())
     c.connect(ep.host, ep.port, keepalive=30)
     sock = c.socket()
-    assert isinstance(sock, socket.socket)  # plain TCP here (paho types it as any socket-like object)
+    assert isinstance(sock, socket.socket)  # TLS sockets are socket.socket too
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     c.loop_start()
     if not connected.wait(5):
-        raise RuntimeError("raw paho client could not connect")
+        raise RuntimeError(f"raw paho client could not connect to {ep.url}")
+    if codes[0] >= 0x80:
+        c.loop_stop()
+        raise RuntimeError(f"the broker at {ep.url} refused the raw paho client (reason code {codes[0]})")
     return c
 
 

@@ -123,6 +123,7 @@ class Responder:
         self.runtime = runtime or TaskRuntime()
         self.pool = pool
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
+        self.pool_mode_why = ""  # why slot claiming: what the broker said or did
         # slot mode: who is live in the pool, and the pooled requests waiting for their winner's claim
         self._members: pools.Membership[MqttMessage] = pools.Membership(
             agent, pool or "", members_allowed, takeover_s=options.pool_takeover_s)
@@ -184,6 +185,10 @@ class Responder:
         # Order matters: learn who is live, tell the others (PUBACK: they have it queued), and only then
         # take pool requests, so every member sees this one's presence before a request it could claim.
         self.pool_mode = "slot"
+        self.pool_mode_why = ("the broker's CONNACK says it has no shared subscriptions"
+                              if not self.session.capabilities.shared_subscriptions
+                              else "the broker does not deliver $share/ subscriptions on $ topics")
+        log.info("%s: pool %s by slot claiming: %s", self.agent, self.pool, self.pool_mode_why)
         self._follow_members()
         self._announce(properties.ONLINE)
         t = threading.Thread(target=self._watch_claims, name=f"{self.agent}-takeovers", daemon=True)

@@ -113,7 +113,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for member in analyst_pool(args.pool, args.members, org=args.org, unit=args.unit, broker=url,
                                    pace=args.pace, unique_names=not secure_logins):
             stoppers.append(member.stop)
-            banner.append(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch)")
+            why = f": {member.pool_mode_why}" if member.pool_mode_why else ""
+            banner.append(f"{member.agent} serving pool {args.pool} ({member.pool_mode} dispatch{why})")
         stopping = f"the members of pool {args.pool} (their presence will say offline)"
 
     if local is not None:

@@ -239,7 +239,7 @@ class Session:
 
     # -- setup -----------------------------------------------------------------------------------
     def _make_client(self) -> mqtt.Client:
-        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id, protocol=mqtt.MQTTv5)
+        c = paho_client(self.endpoint, self.client_id)
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
         c.on_publish = self._on_publish
@@ -247,19 +247,6 @@ class Session:
         c.on_unsubscribe = self._on_unsubscribe
         c.on_socket_open = self._on_socket_open
         c.on_pre_connect = self._on_pre_connect
-        c.max_inflight_messages_set(self.endpoint.inflight)
-        c.max_queued_messages_set(0)
-        if self.endpoint.username:
-            c.username_pw_set(self.endpoint.username, self.endpoint.password)
-        if self.endpoint.tls:
-            problem = self.endpoint.ca_file_problem()
-            if problem:
-                raise ConnectFailed(problem)
-            try:
-                c.tls_set(ca_certs=self.endpoint.ca_file)
-            except (ssl.SSLError, OSError) as exc:  # a file that holds no certificate
-                raise ConnectFailed(f"cannot use the CA file {self.endpoint.ca_file}: it holds no PEM certificate "
-                                    f"({_reason(exc)}); give the broker's CA certificate") from None
         if self._will is not None:
             w = self._will
             c.will_set(w.topic, w.payload, qos=w.qos, retain=w.retain, properties=_properties(w, PacketTypes.WILLMESSAGE))
@@ -692,6 +679,28 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("connected" if self._connected else "connecting")
         return f"<Session {self.client_id} {state} {self.endpoint.url}>"
+
+
+def paho_client(endpoint: BrokerEndpoint, client_id: str) -> mqtt.Client:
+    """A bare paho MQTT v5 client set up for ``endpoint`` as every session sets its own: the URL's login
+    (never printed), TLS with its CA, its inflight window; not connected (``c.connect(endpoint.host,
+    endpoint.port)``). The session builds on it; so do the benchmark's raw-paho floor and the tests'
+    clients written from the profile, so a ``user:pass@`` or ``mqtts://`` URL works for all of them."""
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+    c.max_inflight_messages_set(endpoint.inflight)
+    c.max_queued_messages_set(0)
+    if endpoint.username:
+        c.username_pw_set(endpoint.username, endpoint.password)
+    if endpoint.tls:
+        problem = endpoint.ca_file_problem()
+        if problem:
+            raise ConnectFailed(problem)
+        try:
+            c.tls_set(ca_certs=endpoint.ca_file)
+        except (ssl.SSLError, OSError) as exc:  # a file that holds no certificate
+            raise ConnectFailed(f"cannot use the CA file {endpoint.ca_file}: it holds no PEM certificate "
+                                f"({_reason(exc)}); give the broker's CA certificate") from None
+    return c
 
 
 def connect_failure(endpoint: BrokerEndpoint, exc: Optional[BaseException], timeout: float, *,

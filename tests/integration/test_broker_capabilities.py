@@ -77,7 +77,7 @@ def test_no_shared_subscriptions_in_connack_no_share_sent_and_the_pool_answers_e
 
     pool, work = uid("pool"), CountingWork()
     members = [Responder(f"member-{i}", work, unit=unit, pool=pool, broker=proxy.url) for i in range(3)]
-    assert {m.pool_mode for m in members} == {"slot"}
+    assert {m.pool_mode for m in members} == {"slot"} and "CONNACK" in members[0].pool_mode_why
     req = Requester(uid("coord"), unit=unit, broker=proxy.url, retry=FAST)
     with ThreadPoolExecutor(6) as ex:
         replies = list(ex.map(lambda i: req.send(f"pool:{pool}", f"job {i}"), range(20)))

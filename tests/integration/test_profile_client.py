@@ -21,6 +21,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from a2a_nb.mqtt.broker import BrokerEndpoint
+from a2a_nb.mqtt.session import paho_client
 from tests.sdk_check import assert_valid
 
 ORG, UNIT = "acme", "judge"
@@ -33,14 +35,14 @@ class ProfileClient:
     publish, match replies by correlation only."""
 
     def __init__(self, url: str):
-        host, port = url.split("://", 1)[1].split("?")[0].rsplit(":", 1)
+        endpoint = BrokerEndpoint.from_url(url)
         self.reply_topic = f"$a2a/v1/reply/{ORG}/{UNIT}/judge/{uuid.uuid4().hex}"
         self.inbox: "queue.Queue[mqtt.MQTTMessage]" = queue.Queue()
-        self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"{ORG}/{UNIT}/judge", protocol=mqtt.MQTTv5)
+        self.c = paho_client(endpoint, f"{ORG}/{UNIT}/judge")
         self.c.on_message = lambda c, u, m: self.inbox.put(m)
         subscribed = queue.Queue()
         self.c.on_subscribe = lambda *a: subscribed.put(True)
-        self.c.connect(host, int(port))
+        self.c.connect(endpoint.host, endpoint.port)
         self.c.loop_start()
         self.c.subscribe(self.reply_topic, qos=1)
         subscribed.get(timeout=5)
@@ -134,10 +136,12 @@ def stop(p: subprocess.Popen) -> None:
 @pytest.fixture
 def desk(broker_url):
     p = serve(broker_url, "ticket-desk", "--handover", "mid-stream")
-    client = ProfileClient(broker_url)
-    yield client
-    client.close()
-    stop(p)
+    try:  # the served desk stops whatever happens to the client
+        client = ProfileClient(broker_url)
+        yield client
+        client.close()
+    finally:
+        stop(p)
 
 
 def good_send() -> dict:

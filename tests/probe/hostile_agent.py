@@ -34,11 +34,15 @@ import queue
 import threading
 import time
 import uuid
+from dataclasses import replace
 from typing import Any, Optional
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+
+from a2a_nb.mqtt.broker import BrokerEndpoint
+from a2a_nb.mqtt.session import paho_client
 
 ORG = "acme"
 HUGE_BYTES = 10 * 1024 * 1024
@@ -91,21 +95,18 @@ class HostileAgent:
                  card_payload: Optional[bytes] = None):
         assert behaviour in BEHAVIOURS + (None,), behaviour
         self.unit, self.agent, self.behaviour = unit, agent, behaviour
-        host, port = broker_url.split("://", 1)[1].split("?")[0].rsplit(":", 1)
+        endpoint = BrokerEndpoint.from_url(broker_url)
         self.card_topic = f"$a2a/v1/discovery/{ORG}/{unit}/{agent}"
         self.requests: "queue.Queue[Optional[mqtt.MQTTMessage]]" = queue.Queue()
         self.streams: list[tuple[str, bytes, Any, str, str]] = []  # endless: (topic, corr, id, task, context)
         self.answered = 0
         self.last_method: Optional[str] = None
         self._stop = threading.Event()
-        self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"{ORG}/{unit}/{agent}",
-                             protocol=mqtt.MQTTv5)
-        self.c.max_inflight_messages_set(0)
-        self.c.max_queued_messages_set(0)
+        self.c = paho_client(replace(endpoint, inflight=0), f"{ORG}/{unit}/{agent}")
         self.c.on_message = lambda c, u, m: self.requests.put(m)
         ready = threading.Event()
         self.c.on_subscribe = lambda *a: ready.set()
-        self.c.connect(host, int(port))
+        self.c.connect(endpoint.host, endpoint.port)
         self.c.loop_start()
         self.c.subscribe(f"$a2a/v1/request/{ORG}/{unit}/{agent}", qos=1)
         assert ready.wait(5), "no SUBACK"

@@ -33,6 +33,7 @@ from tests.waiting import wait_until
 from a2a_nb.agents import discovery as discovery_module
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.mqtt.broker import resolve
+from a2a_nb.mqtt.session import paho_client
 from a2a_nb.notebook import DiscoveryBrowser
 from a2a_nb.notebook.display import agents_table_html
 from a2a_nb.protocol import topics
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def bare_client(url: str, client_id: str) -> mqtt.Client:
     """A plain paho client: what any program with a login on the broker can run."""
     endpoint = resolve(url)
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+    c = paho_client(endpoint, client_id)
     connected = threading.Event()
     c.on_connect = lambda *a: connected.set()
     c.connect(endpoint.host, endpoint.port)

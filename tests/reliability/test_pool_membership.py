@@ -27,7 +27,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
-from urllib.parse import urlparse
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -37,6 +36,7 @@ from paho.mqtt.properties import Properties
 from a2a_nb.agents.requester import Requester, RequestTimeout
 from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.secure import SecureBroker
+from a2a_nb.mqtt.session import paho_client
 from a2a_nb.protocol import jsonrpc, messages, pools
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import analyst_pool
@@ -58,17 +58,14 @@ def uid(prefix: str) -> str:
 class Stranger:
     """A plain paho client: publishes what it likes and reports each PUBACK's reason code."""
 
-    def __init__(self, host: str, port: int, client_id: str, endpoint: Optional[BrokerEndpoint] = None):
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
-        if endpoint is not None:
-            self.client.username_pw_set(endpoint.username, endpoint.password)
-            self.client.tls_set(ca_certs=endpoint.ca_file)
+    def __init__(self, endpoint: BrokerEndpoint, client_id: str):
+        self.client = paho_client(endpoint, client_id)
         self.codes: dict[int, int] = {}
         self._acked = threading.Condition()
         connected = threading.Event()
         self.client.on_connect = lambda *a: connected.set()
         self.client.on_publish = self._on_publish
-        self.client.connect(host, port)
+        self.client.connect(endpoint.host, endpoint.port)
         self.client.loop_start()
         assert connected.wait(5), "the stranger could not connect"
 
@@ -102,8 +99,7 @@ class Stranger:
 
 
 def open_stranger(broker_url: str) -> Stranger:
-    u = urlparse(broker_url)
-    return Stranger(u.hostname or "127.0.0.1", u.port or 1883, uid("mallory"))
+    return Stranger(BrokerEndpoint.from_url(broker_url), uid("mallory"))
 
 
 def send_all(req: Requester, target: str, n: int = N) -> tuple[list, int, float]:
@@ -168,7 +164,7 @@ def serve_pool(broker_url: str, unit: str, pool: str, members: int) -> subproces
     for _ in range(members):
         line = proc.stdout.readline()
         assert "serving pool" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
-    if "(slot dispatch)" not in line:
+    if "(slot dispatch" not in line:
         stop(proc)
         pytest.skip("this broker dispatches $share itself: presence does not decide who takes a request")
     return proc
@@ -247,7 +243,7 @@ def test_on_the_secure_broker_a_login_outside_the_pool_takes_no_share(secure_bro
     members = analyst_pool("analysts", 3, broker=secure_broker.credentials, pace=0.0)
     slot_mode_or_skip(members)
     ep = secure_broker.credentials("cli")
-    mallory = Stranger(ep.host, ep.port, "ignored", endpoint=ep)
+    mallory = Stranger(ep, "ignored")
     try:
         assert mallory.announce("support", "analysts", "cli") == 0  # its own event topic: allowed
         assert mallory.announce("support", "analysts", "analyst-analysts-4") == NOT_AUTHORIZED

@@ -29,7 +29,7 @@ from a2a_nb.agents.requester import Requester
 from a2a_nb.agents.responder import Responder
 from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.secure import SecureBroker, acl_text, hash_password, verify_password, write_password_file
-from a2a_nb.mqtt.session import Session, SessionError, Subscription
+from a2a_nb.mqtt.session import Session, SessionError, Subscription, paho_client
 from a2a_nb.protocol import cards, errors, properties, states
 from a2a_nb.protocol.errors import A2AError
 from a2a_nb.protocol.packet import MqttMessage, encode_json
@@ -73,9 +73,7 @@ class Observer:
 
 def raw_client(endpoint: BrokerEndpoint, client_id: str, on_message=None) -> mqtt.Client:
     """A plain paho client (outside the kit's one-session-per-Client-ID registry)."""
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
-    c.username_pw_set(endpoint.username, endpoint.password)
-    c.tls_set(ca_certs=endpoint.ca_file)
+    c = paho_client(endpoint, client_id)
     connected = threading.Event()
     c.on_connect = lambda *a: connected.set()
     if on_message:
@@ -416,3 +414,24 @@ def test_an_agent_using_another_agents_login_is_told_so(secure_broker):
         Session(ORG, UNIT, "mallory", broker=secure_broker.credentials("echo"))
     assert refused.value.reason_code is None, "the kit refused it, not the broker"
     assert secure_broker.log_text().count("New connection from") == before, "nothing reached the broker"
+
+
+def test_the_benchmarks_raw_paho_floor_logs_in_with_the_urls_user_and_tls(secure_broker):
+    """Issue [17]: the raw floor used to ignore the URL's user and password (and TLS). It now sets up its
+    bare paho clients with the kit's one URL parser and ``paho_client``: it connects, and a wrong password
+    is refused."""
+    from dataclasses import replace as with_
+
+    from benchmarks.raw_floor import _client
+
+    ep = secure_broker.credentials("bench-floor")
+    assert ep.password and ep.password not in ep.url, "the printable URL never shows the password"
+    c = _client(BrokerEndpoint.from_url(ep.url_with_secret), ep.username)
+    try:
+        assert c.is_connected()
+    finally:
+        c.disconnect()
+        c.loop_stop()
+    with pytest.raises(RuntimeError, match=r"refused the raw paho client \(reason code 13[45]\)") as refused:
+        _client(with_(ep, password="wrong"), ep.username)
+    assert "wrong" not in str(refused.value)

@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from typing import Optional
-from urllib.parse import urlparse
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -22,6 +21,8 @@ from paho.mqtt.properties import Properties
 
 from a2a_nb.agents.requester import Requester
 from a2a_nb.agents.responder import Responder
+from a2a_nb.mqtt.broker import BrokerEndpoint
+from a2a_nb.mqtt.session import paho_client
 from a2a_nb.protocol import cards, jsonrpc, messages, properties, ubsp
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.ubsp.keys import AgentKeys
@@ -52,13 +53,13 @@ class Operator:
     would make this unit's card arrive late)."""
 
     def __init__(self, broker_url: str, unit: str):
-        u = urlparse(broker_url)
+        endpoint = BrokerEndpoint.from_url(broker_url)
         self.seen: list[mqtt.MQTTMessage] = []
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=uid("operator"), protocol=mqtt.MQTTv5)
+        self.client = paho_client(endpoint, uid("operator"))
         self.client.on_message = lambda client, userdata, msg: self.seen.append(msg)
         subscribed = threading.Event()
         self.client.on_subscribe = lambda *a: subscribed.set()
-        self.client.connect(u.hostname or "127.0.0.1", u.port or 1883)
+        self.client.connect(endpoint.host, endpoint.port)
         self.client.subscribe(f"$a2a/v1/+/{ORG}/{unit}/#", qos=1)
         self.client.loop_start()
         assert subscribed.wait(5)
