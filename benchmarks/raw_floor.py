@@ -23,8 +23,12 @@ def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:
     c = paho_client(ep, cid)  # the URL's login, TLS and inflight window, as the kit's sessions have them
     connected = threading.Event()
     codes: list[int] = []
-    c.on_connect = lambda client, userdata, flags, reason_code, props: (codes.append(reason_code.value),
-                                                                         connected.set())
+
+    def on_connect(client, userdata, flags, reason_code, props) -> None:
+        codes.append(reason_code.value)
+        connected.set()
+
+    c.on_connect = on_connect
     c.connect(ep.host, ep.port, keepalive=30)
     sock = c.socket()
     assert isinstance(sock, socket.socket)  # TLS sockets are socket.socket too
