@@ -59,9 +59,32 @@ class BrokerEndpoint:
     inflight: int = 20
     username_is_client_id: bool = False  # the broker renames clients after their login (secure broker)
     ca_from: str = field(default="", compare=False)  # where ca_file was named, for error messages
+    alternates: tuple["BrokerEndpoint", ...] = ()
+    """The other brokers of a comma-separated URL list, in order: where a session fails over to (``failover.py``)."""
 
     @classmethod
     def from_url(cls, url: str) -> "BrokerEndpoint":
+        """One broker URL, or a comma-separated list of them (the first, with the rest as ``alternates``;
+        all ``mqtt://`` or all ``mqtts://``: a session keeps one TLS setting)."""
+        from .failover import split_urls
+
+        first, *rest = split_urls(url) or [url]
+        endpoint = cls._from_one_url(first)
+        if not rest:
+            return endpoint
+        alternates = tuple(cls._from_one_url(u) for u in rest)
+        if any(a.tls != endpoint.tls for a in alternates):
+            raise BrokerError("a broker list mixes mqtt:// and mqtts:// URLs: a session keeps one TLS setting, so "
+                              "list brokers of one kind")
+        return replace(endpoint, alternates=alternates)
+
+    @property
+    def brokers(self) -> tuple["BrokerEndpoint", ...]:
+        """This broker and its alternates, in the order a session tries them."""
+        return (replace(self, alternates=()),) + self.alternates
+
+    @classmethod
+    def _from_one_url(cls, url: str) -> "BrokerEndpoint":
         parts = urlsplit(url.strip())
         shown = _without_password(url.strip(), parts)  # error messages never show a password
         if parts.scheme not in ("mqtt", "mqtts"):
@@ -117,7 +140,8 @@ class BrokerEndpoint:
         if self.inflight != 20:
             params.append(f"inflight={self.inflight}")
         query = "?" + "&".join(params) if params else ""
-        return f"{'mqtts' if self.tls else 'mqtt'}://{auth}{host}:{self.port}{query}"
+        own = f"{'mqtts' if self.tls else 'mqtt'}://{auth}{host}:{self.port}{query}"
+        return ",".join([own] + [a._url(show_password) for a in self.alternates])
 
     def ca_file_problem(self) -> Optional[str]:
         """Why ``ca_file`` cannot be used (it does not exist, is a folder, cannot be read), naming it;
@@ -463,4 +487,5 @@ def login_from_file(endpoint: BrokerEndpoint, path: str, client_id: str) -> Brok
                           "logins for the story's cast only (ticket-desk, analyst-1.., coordinator, cli, "
                           "echo, ...); use one of those agent names, or put user:password in the URL")
     return replace(endpoint, username=client_id, password=users[client_id], ca_file=endpoint.ca_file or ca,
-                   username_is_client_id=True, ca_from=endpoint.ca_from if endpoint.ca_file else f"named in {path}")
+                   username_is_client_id=True, ca_from=endpoint.ca_from if endpoint.ca_file else f"named in {path}",
+                   alternates=tuple(login_from_file(a, path, client_id) for a in endpoint.alternates))

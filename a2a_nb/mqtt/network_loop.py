@@ -37,13 +37,16 @@ class NetworkLoop:
     """Runs one paho ``Client``'s network I/O on a thread of its own until ``stop()``.
 
     ``deliver`` gets each burst of delivered ``MQTTMessage``s, in arrival order, on this thread.
-    After a lost connection it calls paho's ``reconnect()`` after ``min_delay`` s, doubling up to
-    ``max_delay`` s until ``connected()`` is called (the session calls it on a successful CONNACK).
+    After a lost connection it calls ``reconnect`` (default: paho's ``reconnect()``; the session's
+    picks the broker of a list, ``failover.py``) after ``min_delay`` s, doubling up to ``max_delay`` s
+    until ``connected()`` is called (the session calls it on a successful CONNACK). ``reconnect`` runs
+    on this thread holding ``paho_lock``.
     """
 
     def __init__(self, client: "mqtt.Client", deliver: Deliver, name: str, *, min_delay: float = 0.05,
-                 max_delay: float = 2.0, burst: int = 100):
+                 max_delay: float = 2.0, burst: int = 100, reconnect: Callable[[], Any] | None = None):
         self.client, self.deliver, self.burst = client, deliver, burst
+        self.reconnect = reconnect or client.reconnect
         self.min_delay, self.max_delay = min_delay, max_delay
         self._delay = min_delay
         self.bursts = 0  # hand-overs so far: fewer than the messages whenever they came in runs
@@ -184,6 +187,6 @@ class NetworkLoop:
         self._delay = min(self._delay * 2, self.max_delay)
         try:
             with self.paho_lock:
-                self.client.reconnect()
+                self.reconnect()
         except (OSError, ValueError) as exc:  # broker still away: try again after the next delay
             log.debug("reconnect failed: %s", exc)

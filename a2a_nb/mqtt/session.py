@@ -35,7 +35,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
 from ..protocol.topics import SHARE_PREFIX
-from . import capabilities
+from . import capabilities, failover
 from .broker import BrokerEndpoint, resolve
 from .capabilities import BrokerCapabilities
 from .network_loop import NetworkLoop
@@ -203,7 +203,13 @@ class Session:
     ):
         self.org, self.unit, self.agent = org, unit, agent
         self.client_id = make_client_id(org, unit, agent)
-        self.endpoint = broker if isinstance(broker, BrokerEndpoint) else resolve(broker, self.client_id)
+        listed = broker if isinstance(broker, BrokerEndpoint) else resolve(broker, self.client_id)
+        self.brokers = listed.brokers
+        """The brokers this session may use, in order (a comma-separated URL: ``failover.py``)."""
+        self.endpoint = self.brokers[0]
+        """The broker this session uses now (or tries to)."""
+        self._broker_index = 0
+        self._lost_index = 0  # the broker whose connection was lost last
         self.keepalive = keepalive
         self.default_handler = default_handler
         self.on_reconnect: Optional[Callable[[], None]] = None
@@ -257,7 +263,47 @@ class Session:
 
         ``timeout`` bounds each wait: the TCP connection and the TLS handshake (paho's
         ``connect_timeout``, else 5 s of its own), then the CONNACK, which gets what is left of it.
+        With a list of brokers, one that cannot be reached is passed over for the next (one that
+        answers and refuses is not: the others would refuse too).
         Raises :class:`ConnectFailed` with the likely cause (:func:`connect_failure`)."""
+        unreachable: list[str] = []
+        for index in range(len(self.brokers)):
+            if index:  # a paho client that failed to connect takes no new target: a fresh one for the next
+                self._broker_index, self.endpoint = index, self.brokers[index]
+                self._client = self._make_client()
+            try:
+                return self._connect_to_endpoint(timeout)
+            except ConnectFailed as exc:
+                if exc.reason_code is not None or len(self.brokers) == 1:
+                    raise
+                unreachable.append(str(exc))
+                with self._cond:
+                    self._connack, self._dropped_before_connack = None, False
+        raise ConnectFailed(f"no broker of the list answered ({len(self.brokers)} tried): " + "; ".join(unreachable))
+
+    def _use_broker(self, index: int) -> None:
+        """From now on, (re)connect to broker ``index`` of ``brokers`` with its own login (never while connected)."""
+        self._broker_index, self.endpoint = index, self.brokers[index]
+        if self.endpoint.username:
+            self._client.username_pw_set(self.endpoint.username, self.endpoint.password)
+
+    def _connect_properties(self) -> Properties:
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 0
+        return props
+
+    def _reconnect(self) -> None:
+        """The network thread's reconnect attempt (``paho_lock`` held): to the broker the attempt's
+        number picks from the list (``failover.broker_for_attempt``), else the same one again."""
+        if len(self.brokers) > 1:
+            index = failover.broker_for_attempt(self._reconnects + 1, self._lost_index, len(self.brokers))
+            if index != self._broker_index:
+                self._use_broker(index)
+                self._client.connect_async(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
+                                           clean_start=True, properties=self._connect_properties())
+        self._client.reconnect()
+
+    def _connect_to_endpoint(self, timeout: float) -> "Session":
         if self.endpoint.username_is_client_id and self.endpoint.username != self.client_id:
             raise ConnectFailed(
                 f"{self.client_id} would log in as {self.endpoint.username}: this broker renames every client "
@@ -268,17 +314,15 @@ class Session:
             _registry[self.client_id] = self
         if old is not None and old is not self:
             old.close()
-        props = Properties(PacketTypes.CONNECT)
-        props.SessionExpiryInterval = 0
         deadline = time.monotonic() + timeout
         self._client.connect_timeout = timeout
         try:
             self._client.connect(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
-                                 clean_start=True, properties=props)
+                                 clean_start=True, properties=self._connect_properties())
         except (OSError, ValueError) as exc:
             self._unregister()
             raise ConnectFailed(connect_failure(self.endpoint, exc, timeout)) from None
-        self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}")
+        self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}", reconnect=self._reconnect)
         self._loop.start()
         with self._cond:
             answered = self._cond.wait_for(lambda: self._connack is not None or self._dropped_before_connack,
@@ -313,8 +357,9 @@ class Session:
         with self._cond:
             self._connack, self._connected, self._dropped_before_connack = None, False, False
         self.endpoint = replace(self.endpoint, inflight=limit)
+        self.brokers = tuple(self.endpoint if i == self._broker_index else b for i, b in enumerate(self.brokers))
         self._client = self._make_client()
-        return self.connect(timeout)
+        return self._connect_to_endpoint(timeout)
 
     # -- paho callbacks (network thread: only hand over) ----------------------------------------
     def _on_socket_open(self, client, userdata, sock) -> None:
@@ -358,7 +403,9 @@ class Session:
         lost = self._lost
         if lost is not None and reason_code.value < 0x80:
             self._lost = None
-            self._tell(f"broker back after {time.monotonic() - lost[0]:.1f} s (attempt {self._reconnects}): "
+            where = ("broker back" if self._broker_index == self._lost_index
+                     else f"moved to the next broker of the list, {self.endpoint.url},")
+            self._tell(f"{where} after {time.monotonic() - lost[0]:.1f} s (attempt {self._reconnects}): "
                        "subscriptions renewed; messages sent while it was gone may be lost")
         if reason_code.value < 0x80:
             self.capabilities = BrokerCapabilities.from_connack(properties.json() if properties else {})
@@ -401,7 +448,7 @@ class Session:
         if self.connect_count and not self._closed and self._lost is None:  # not our own close()
             why = (f"it closed the connection: {reason_code} ({reason_code.value})"
                    if flags.is_disconnect_packet_from_server else "connection lost")
-            self._lost, self._reconnects = (time.monotonic(), why), 0
+            self._lost, self._reconnects, self._lost_index = (time.monotonic(), why), 0, self._broker_index
         with self._cond:
             self._connected = False
             if self._connack is None:
