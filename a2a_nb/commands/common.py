@@ -209,7 +209,7 @@ def command_broker_url(args: argparse.Namespace) -> Optional[str]:
 
 
 def broker_lost(args: argparse.Namespace) -> Optional[str]:
-    """The printable URL of the command's broker when it no longer accepts connections, else None.
+    """The printable URL of the command's broker (or list) when it no longer accepts connections, else None.
 
     Asked after a timeout or a session error: to a requester a silent agent and a dead broker look
     the same, a first-reply timeout (Profile: Requester Retry and Timeout Profile); one TCP connect
@@ -219,5 +219,6 @@ def broker_lost(args: argparse.Namespace) -> Optional[str]:
         return None
     from ..mqtt.broker import BrokerEndpoint, port_accepts
 
-    endpoint = BrokerEndpoint.from_url(url)
-    return None if port_accepts(endpoint.host, endpoint.port, timeout=0.5) else endpoint.url
+    endpoint = BrokerEndpoint.from_url(url)  # with a list of brokers: lost when none of them accepts
+    alive = any(port_accepts(b.host, b.port, timeout=0.5) for b in endpoint.brokers)
+    return None if alive else endpoint.url

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +65,13 @@ def test_check_broker_on_the_kits_mosquitto_finds_every_capability_and_core_work
     assert "raw bytes arrive whole with Payload Format Indicator 0" in text
     assert text.rstrip().endswith("Core works on this broker")
     assert "!" not in text.split("the profile on this broker")[0]  # no gap named under the CONNACK
+
+
+def test_the_readmes_check_broker_sample_is_what_the_command_prints(broker_url):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    sample = readme.split("$ python -m a2a_nb check-broker mqtt://127.0.0.1:1883\n", 1)[1].split("```", 1)[0]
+    printed = run_cli("check-broker", url=broker_url).stdout
+    assert sample.splitlines()[1:] == printed.splitlines()[1:]  # all but the first line, which names the port
 
 
 def test_no_shared_subscriptions_in_connack_no_share_sent_and_the_pool_answers_each_request_once(limited):
