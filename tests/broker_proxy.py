@@ -17,7 +17,7 @@ from typing import Optional
 from a2a_nb.mqtt import wire
 
 CONNECT, CONNACK, PUBLISH, PUBACK, SUBSCRIBE = 1, 2, 3, 4, 8
-SHARED_SUBSCRIPTION_AVAILABLE, RECEIVE_MAXIMUM = 0x2A, 0x21
+SHARED_SUBSCRIPTION_AVAILABLE, RECEIVE_MAXIMUM, MAXIMUM_PACKET_SIZE = 0x2A, 0x21, 0x27
 TOPIC_NAME_INVALID = 0x90
 
 
@@ -27,6 +27,7 @@ class Limits:
     refuse_dollar: bool = False  # wills and PUBLISHes on $ topics refused with 144
     drop_pfi: bool = False  # PUBLISHes to clients lose their Payload Format Indicator
     receive_maximum: Optional[int] = None  # CONNACK: Receive Maximum
+    max_packet_size: Optional[int] = None  # CONNACK: Maximum Packet Size
 
 
 _FIXED_SIZE = {0x01: 1, 0x02: 4, 0x11: 4, 0x13: 2, 0x17: 1, 0x19: 1, 0x21: 2, 0x22: 2, 0x23: 2, 0x24: 1, 0x25: 1,
@@ -102,6 +103,7 @@ class LimitedBroker:
         self.connects = 0
         self.unacked = 0  # QoS 1 PUBLISHes from clients not yet acknowledged, and the most seen at once
         self.max_unacked = 0
+        self.largest_publish = 0  # bytes of the largest QoS 1 PUBLISH a client sent
         self._server = socket.create_server((host, 0))
         self.port = self._server.getsockname()[1]
         self.url = f"mqtt://{host}:{self.port}"
@@ -167,6 +169,7 @@ class LimitedBroker:
                 client.sendall(_packet(PUBACK << 4, struct.pack("!HB", mid, TOPIC_NAME_INVALID) + b"\x00"))
             return b""
         elif kind == PUBLISH and command & 0x06:
+            self.largest_publish = max(self.largest_publish, len(packet))
             with self._lock:
                 self.unacked += 1
                 self.max_unacked = max(self.max_unacked, self.unacked)
@@ -178,13 +181,15 @@ class LimitedBroker:
         if kind == PUBACK:
             with self._lock:
                 self.unacked = max(0, self.unacked - 1)
-        if kind == CONNACK and (self.limits.no_shared or self.limits.receive_maximum):
+        if kind == CONNACK and (self.limits.no_shared or self.limits.receive_maximum or self.limits.max_packet_size):
             plen, pos = wire.variable_byte_integer(body, 2)
             changed = {}
             if self.limits.no_shared:
                 changed[SHARED_SUBSCRIPTION_AVAILABLE] = b"\x00"
             if self.limits.receive_maximum:
                 changed[RECEIVE_MAXIMUM] = struct.pack("!H", self.limits.receive_maximum)
+            if self.limits.max_packet_size:
+                changed[MAXIMUM_PACKET_SIZE] = struct.pack("!I", self.limits.max_packet_size)
             kept = [(i, v) for i, v in _properties(body[pos:pos + plen]) if i not in changed]
             props = b"".join(bytes((i,)) + v for i, v in kept + list(changed.items()))
             return _packet(command, body[:2] + wire.encode_variable_byte_integer(len(props)) + props)

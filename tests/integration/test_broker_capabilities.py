@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from a2a_nb.agents import Requester, Responder
+from a2a_nb.mqtt import wire
 from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.broker_check import check_broker
 from a2a_nb.mqtt.session import ConnectFailed, Session, SessionError
@@ -153,3 +154,17 @@ def test_receive_maximum_below_the_kits_inflight_is_kept(limited):
 def test_the_kits_own_mosquitto_sets_no_receive_maximum_so_inflight_stays_unlimited(broker_url):
     s = Session(ORG, uid("unit"), uid("fast"), broker=broker_url)
     assert s.capabilities.receive_maximum == 65535 and s.endpoint.inflight == BrokerEndpoint.from_url(broker_url).inflight
+
+
+def test_a_publish_over_the_brokers_maximum_packet_size_is_refused_before_it_is_sent(limited):
+    msg = MqttMessage(topics.event_topic(ORG, "u", "big"), b"x" * 1000, qos=1, correlation_data=b"c" * 16,
+                      user_properties=(("a2a-task-id", "t-1"),), content_type="application/json")
+    size = len(wire.encode_publish(msg, mid=1))  # the bytes paho writes for it
+    proxy = limited(max_packet_size=size)
+    s = Session(ORG, "u", uid("big"), broker=proxy.url)
+    assert s.capabilities.max_packet_size == size
+    assert s.publish(msg).accepted and proxy.largest_publish == size, "exactly at the limit: sent"
+    with pytest.raises(SessionError, match=f"is {size + 1:,} bytes, over the broker's Maximum Packet Size of {size:,}"):
+        s.publish(MqttMessage(msg.topic, msg.payload + b"x", qos=1, correlation_data=msg.correlation_data,
+                              user_properties=msg.user_properties, content_type=msg.content_type))
+    assert s.connected and proxy.largest_publish == size, "refused by the kit: nothing sent, still connected"
