@@ -147,7 +147,8 @@ def test_probe_in_a_cell_ends_with_a_verdict_for_every_check(smaller_flood, host
     assert len(from_agent) <= 5000 and sum(kept_bytes(rec) for rec in from_agent) <= 16 * 1024 * 1024
     if hostile.behaviour == "flood":  # 1,000 replies to each request: 200 kept per exchange, the rest counted
         assert report.not_kept > 0 and "more messages from the agent than the probe keeps" in report.text()
-        assert any(r.received.endswith(" not kept)") for r in report.rows)
+        # "... N items in all (M not kept)", possibly followed by strays or a cut at the exchange's bound
+        assert any(" not kept)" in r.received for r in report.rows), [r.received for r in report.rows]
 
 
 def test_an_endless_stream_ends_at_the_overall_deadline_and_what_is_left_is_skipped(broker_url):
