@@ -20,7 +20,8 @@
 # could answer in the desk's name. In this lesson you sit in the broker operator's seat and watch
 # ticket TCK-4821 twice: once as before, once under the profile's optional **untrusted-broker
 # security profile**, `ubsp-v1`, where the coordinator and the desk seal every payload for each
-# other. Then you play the operator who tries to replay a sealed request.
+# other. Then you play the operator who tries to replay a sealed request, and to send it to another
+# agent.
 #
 # ## What you will learn
 # - what a broker operator can read of ordinary A2A traffic, and what stays readable under `ubsp-v1`
@@ -213,7 +214,52 @@ as_described(
 )
 
 # %% [markdown]
-# ## Step 6. Your turn
+# ## Step 6. The operator re-addresses a request
+#
+# The analyst that took over the ticket holds the desk's keys (the desk's keys speak for the analysts
+# it spawns), so it *can* open a request sealed for the desk. The operator sends the desk's sealed
+# request to the analyst's request topic instead. The analyst refuses it with -32005: the request says
+# it is for `ticket-desk`. The operator then also rewrites that user property, which it can read and
+# change. The analyst refuses again, because the sealed content names its recipient too, and only the
+# coordinator could have signed that.
+
+# %%
+from a2a_nb.protocol import topics
+
+
+def sent_by_operator(message):
+    """Publish as the operator, and read the refusal that comes back (sealed to the coordinator)."""
+    intruder.publish(message)
+    for _ in range(50):
+        found = [from_record(r) for r in operator.records if r.get("correlation") == message.correlation_data.hex()
+                 and "/reply/" in r["topic"]]
+        if found:
+            return coordinator.ubsp.read_recorded(found[0], "acme", UNIT).json()["error"]
+        time.sleep(0.05)
+
+
+request = from_record(sealed[0])
+moved = replace(request, topic=topics.request_topic("acme", UNIT, analyst), correlation_data=os.urandom(16))
+as_addressed = sent_by_operator(moved)
+print("sent to", analyst, "as it was:", as_addressed["code"], as_addressed["message"])
+relabelled = replace(moved, correlation_data=os.urandom(16),
+                     user_properties=tuple((k, analyst if k == properties.RECIPIENT_AGENT_ID else v)
+                                           for k, v in moved.user_properties))
+relabelled_refusal = sent_by_operator(relabelled)
+print("with a2a-recipient-agent-id rewritten:", relabelled_refusal["code"], relabelled_refusal["message"])
+
+# %%
+as_described(
+    said("The analyst refuses it with -32005", as_addressed["code"], -32005),
+    said("the request says it is for `ticket-desk`", request.user_property(properties.RECIPIENT_AGENT_ID),
+         "ticket-desk"),
+    said("The analyst refuses again", relabelled_refusal["code"], -32005),
+    said("the sealed content names its recipient too", "sealed for 'ticket-desk'" in relabelled_refusal["message"],
+         True),
+)
+
+# %% [markdown]
+# ## Step 7. Your turn
 #
 # **Look inside with the key you hold.** The operator's frame says only `protected` for the last
 # reply of step 3 (`sealed[-1]`, the end of the follow-up). Take it from the recording
@@ -235,7 +281,7 @@ print("inside:", state)
 lesson10.state_inside(state, answer.state)
 
 # %% [markdown]
-# ## Step 7. Clean up
+# ## Step 8. Clean up
 
 # %%
 intruder.close()
