@@ -119,25 +119,27 @@ class BridgedBroker(EmbeddedBroker):
         from .session import Session  # the one module that talks MQTT
 
         token = secrets.token_hex(4)
-        sides = (("here", self.endpoint), ("there", self.remote))
         deadline = time.monotonic() + timeout
-        sessions = [Session("a2a-nb", "bridge", f"check-{side}-{token}", broker=endpoint, connect_timeout=timeout)
-                    for side, endpoint in sides]
+        here = Session("a2a-nb", "bridge", f"check-here-{token}", broker=self.endpoint, connect_timeout=timeout)
         try:
-            arrived = [threading.Event(), threading.Event()]
-            for (side, _), session, event in zip(sides, sessions, arrived):  # each side reads what is sent *to* it
-                session.subscribe(f"{CHECK_PREFIX}/check/{token}/to-{side}", handler=lambda m, e=event: e.set())
-            while time.monotonic() < deadline:
-                for i, session in enumerate(sessions):  # each side sends to the other one until it arrived
-                    if not arrived[1 - i].is_set():
-                        other = sides[1 - i][0]
-                        session.publish_nowait(MqttMessage(f"{CHECK_PREFIX}/check/{token}/to-{other}", b"", qos=0))
-                if all(e.wait(0.1) for e in arrived):
-                    return True
-            return False
+            there = Session("a2a-nb", "bridge", f"check-there-{token}", broker=self.remote, connect_timeout=timeout)
+        except Exception:
+            here.close()
+            raise
+        pending = {here: f"{CHECK_PREFIX}/check/{token}/to-there", there: f"{CHECK_PREFIX}/check/{token}/to-here"}
+        try:
+            here.subscribe(pending[there])  # each side reads what is sent *to* it (in its inbox)
+            there.subscribe(pending[here])
+            while pending and time.monotonic() < deadline:
+                for sender, topic in list(pending.items()):  # resent until it crossed
+                    sender.publish_nowait(MqttMessage(topic, b"", qos=0))
+                for sender, reader in ((here, there), (there, here)):
+                    if sender in pending and reader.receive(timeout=0.05) is not None:
+                        del pending[sender]
+            return not pending
         finally:
-            for session in sessions:
-                session.close()
+            here.close()
+            there.close()
 
     def describe(self) -> str:
         return describe(self.remote)
@@ -156,7 +158,8 @@ class BridgedPair:
     def __init__(self, timeout: float = 10.0):
         self.a = EmbeddedBroker().start()
         try:
-            self.b = BridgedBroker(self.a.endpoint).start()
+            self.b = BridgedBroker(self.a.endpoint)
+            self.b.start()
             if not self.b.wait_bridged(timeout):
                 raise BrokerError(f"the bridge from {self.b.url} to {self.a.url} carried nothing within "
                                   f"{timeout:.0f} s; its log:\n{self.b.log_text()[-2000:]}")
