@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..protocol import pools, topics
 from ..protocol.packet import MqttMessage
@@ -37,8 +37,11 @@ embedded broker's 0 ("no limit") becomes Receive Maximum 0, a protocol error for
 closes the connection (and 65535 wraps to 0 as well). 65534 keeps "practically no limit"."""
 
 
-def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optional[str] = None) -> str:
+def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optional[str] = None,
+                  trees: Iterable[str] = BRIDGED_TREES) -> str:
     """The ``mosquitto.conf`` lines that bridge this broker to ``remote`` (appended to the generated config).
+
+    ``trees``: the topic filters that cross (a lesson or a test may leave one out to show what breaks).
 
     ``client_id``: the bridge's Client ID on the remote broker (default: unique per call, so two
     bridged brokers on one machine do not take each other's connection over). The remote password,
@@ -50,7 +53,7 @@ def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optio
         f"connection {name}",
         f"address {remote.host}:{remote.port}" if ":" not in remote.host else f"address [{remote.host}]:{remote.port}",
         "bridge_protocol_version mqttv50",  # v5: properties (Response Topic, Correlation Data, user properties) cross
-        *(f"topic {tree} both 1" for tree in BRIDGED_TREES),  # both ways on one connection, QoS 1 (Profile: QoS Guidance)
+        *(f"topic {tree} both 1" for tree in trees),  # both ways on one connection, QoS 1 (Profile: QoS Guidance)
         # no loops: a v5 bridge subscribes with No Local + Retain As Published, so nothing comes back the way it
         # came and retained cards stay retained; try_private (the v3 "I am a bridge" flag) is not used by v5
         "try_private true",
@@ -77,9 +80,9 @@ def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optio
     return "\n".join(lines)
 
 
-def describe(remote: BrokerEndpoint) -> str:
+def describe(remote: BrokerEndpoint, trees: Iterable[str] = BRIDGED_TREES) -> str:
     """One line for a banner: what is bridged and where (the password never shows)."""
-    return f"bridged to {remote.url}: {', '.join(BRIDGED_TREES)} both ways, QoS 1, MQTT v5"
+    return f"bridged to {remote.url}: {', '.join(trees)} both ways, QoS 1, MQTT v5"
 
 
 class BridgedBroker(EmbeddedBroker):
@@ -90,11 +93,12 @@ class BridgedBroker(EmbeddedBroker):
     """
 
     def __init__(self, remote: BrokerEndpoint, port: Optional[int] = None, host: str = "127.0.0.1", *,
-                 name: str = "a2a", start_timeout: float = 10.0):
+                 name: str = "a2a", trees: Iterable[str] = BRIDGED_TREES, start_timeout: float = 10.0):
         self.remote = remote
+        self.trees = tuple(trees)
         self.bridge_client_id = f"a2a-nb-bridge-{secrets.token_hex(4)}"
         super().__init__(port=port, host=host, start_timeout=start_timeout,
-                         extra_config=bridge_config(remote, name=name, client_id=self.bridge_client_id))
+                         extra_config=bridge_config(remote, name=name, client_id=self.bridge_client_id, trees=self.trees))
 
     @property
     def state_topic(self) -> str:
@@ -142,11 +146,11 @@ class BridgedBroker(EmbeddedBroker):
             there.close()
 
     def describe(self) -> str:
-        return describe(self.remote)
+        return describe(self.remote, self.trees)
 
     def __repr__(self) -> str:
         state = f"running at {self.url}" if self.running else "stopped"
-        return f"<BridgedBroker {state}, {describe(self.remote)}>"
+        return f"<BridgedBroker {state}, {self.describe()}>"
 
 
 class BridgedPair:
@@ -155,10 +159,10 @@ class BridgedPair:
     (SIGKILL), ``restart("a")`` brings it back on the same port; ``stop()`` stops both.
     """
 
-    def __init__(self, timeout: float = 10.0):
+    def __init__(self, timeout: float = 10.0, trees: Iterable[str] = BRIDGED_TREES):
         self.a = EmbeddedBroker().start()
         try:
-            self.b = BridgedBroker(self.a.endpoint)
+            self.b = BridgedBroker(self.a.endpoint, trees=trees)
             self.b.start()
             if not self.b.wait_bridged(timeout):
                 raise BrokerError(f"the bridge from {self.b.url} to {self.a.url} carried nothing within "

@@ -29,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from a2a_nb.agents import Requester, Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.responder import ResponderOptions
-from a2a_nb.mqtt.bridged import BridgedPair
-from a2a_nb.mqtt.session import Session
+from a2a_nb.mqtt.bridged import BRIDGED_TREES, BridgedPair
+from a2a_nb.mqtt.session import Session, stop_all
 from a2a_nb.protocol import pools, properties, topics
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.protocol.retry import RetryProfile
@@ -228,7 +228,7 @@ def test_a_pool_with_members_on_both_brokers_answers_every_request_once(bridged_
     n = 40
     with ThreadPoolExecutor(10) as ex:
         replies = list(ex.map(lambda i: req.send(f"pool:{pool}", f"job {i}"), range(n)))
-    time.sleep(2 * pools.TAKEOVER_S)  # a duplicate would be a takeover of a claim that did not cross in time
+    time.sleep(2.2 * pools.TAKEOVER_S)  # a duplicate would be a takeover of a claim that did not cross in time
 
     tids = [r.task_id for r in replies]
     assert len(set(tids)) == n and all(r.state == COMPLETED for r in replies)
@@ -253,3 +253,29 @@ def test_bridged_pair_survives_a_crash_of_either_broker(bridged_pair):
         assert wait_until(lambda: echo.session.connected and req.session.connected, timeout=10)
         assert req.send("echo", f"after {which}").text.endswith(f"after {which}")
     assert isinstance(bridged_pair, BridgedPair)
+
+
+def test_without_the_claims_crossing_the_bridge_pooled_requests_run_twice():
+    """Why the bridge carries ``$a2a-nb-pool/#`` (``bridged.BRIDGED_TREES``): a member waits
+    ``TAKEOVER_S`` for the winner's claim, and a claim that stays on its own broker looks like silence,
+    so the member on the other broker runs the request as well (and from then on counts the winner
+    silent). With the kit's bridge, the pool test above runs each request exactly once."""
+    only_a2a = tuple(t for t in BRIDGED_TREES if not t.startswith(pools.CLAIMS_PREFIX))
+    with BridgedPair(trees=only_a2a) as pair:
+        try:
+            a_url, b_url = pair.urls
+            unit, pool = uid("br"), uid("analysts")
+            work = CountingWork()
+            members = [Responder(f"member-{side}", work, unit=unit, pool=pool, broker=url)
+                       for side, url in (("a", a_url), ("b", b_url))]
+            names = frozenset(m.agent for m in members)
+            assert wait_until(lambda: all(m.live_members == names for m in members), timeout=5)
+            req = Requester(uid("coord"), unit=unit, broker=b_url, retry=PATIENT)
+            tids = [req.send(f"pool:{pool}", f"job {i}").task_id for i in range(4)]
+            # a member judges silence by what its network thread read: the takeover comes 1 to 2 TAKEOVER_S late
+            twice = wait_until(lambda: set(Counter(t for _, t in work.runs).values()) == {2}, timeout=4 * pools.TAKEOVER_S)
+            runs = Counter(t for _, t in work.runs)
+            assert twice and set(runs) == set(tids), runs
+            assert sum(m.pool_membership.taken_over for m in members) == len(tids)
+        finally:
+            stop_all()
