@@ -30,6 +30,7 @@ from a2a_nb.agents import Requester, Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.responder import ResponderOptions
 from a2a_nb.mqtt.bridged import BRIDGED_TREES, BridgedPair
+from a2a_nb.mqtt.broker import BrokerEndpoint, port_accepts
 from a2a_nb.mqtt.session import Session, stop_all
 from a2a_nb.protocol import pools, properties, topics
 from a2a_nb.protocol.packet import MqttMessage
@@ -279,3 +280,32 @@ def test_without_the_claims_crossing_the_bridge_pooled_requests_run_twice():
             assert sum(m.pool_membership.taken_over for m in members) == len(tids)
         finally:
             stop_all()
+
+
+# -- the command ---------------------------------------------------------------------------------------------
+def test_broker_bridge_to_prints_its_url_says_what_is_bridged_without_the_password_and_carries_cards(private_broker):
+    """``python -m a2a_nb broker --bridge-to URL``: its URL first, then (stderr) what crosses and where, the
+    password as ``***``, the bridge up; a retained card published on the remote broker is there to read."""
+    unit = uid("br")
+    remote = f"mqtt://bridge-user:pa55-w0rd@127.0.0.1:{private_broker.port}"  # the open broker takes any login
+    env = {k: v for k, v in os.environ.items() if k != "A2A_BROKER_URL"}
+    proc = subprocess.Popen(CLI + ["broker", "--bridge-to", remote], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("mqtt://127.0.0.1:")
+        banner = [proc.stderr.readline() for _ in range(3)]
+        assert f"bridged to mqtt://bridge-user:***@127.0.0.1:{private_broker.port}: $a2a/#, $a2a-nb-pool/#" \
+               in banner[1], banner
+        assert "both ways, QoS 1, MQTT v5" in banner[1] and "the bridge is up" in banner[2], banner
+        echo = echo_on(private_broker.url, unit)
+        Discovery(unit=unit, agent=uid("disc"), broker=url).wait_for("echo", status=properties.ONLINE, timeout=5)
+        echo.stop()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        rest = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert "pa55-w0rd" not in "".join(banner) + rest
+    assert not port_accepts("127.0.0.1", BrokerEndpoint.from_url(url).port)
