@@ -256,6 +256,40 @@ def test_bridged_pair_survives_a_crash_of_either_broker(bridged_pair):
     assert isinstance(bridged_pair, BridgedPair)
 
 
+def test_a_pool_across_the_bridge_loses_nothing_when_one_broker_crashes_and_comes_back(bridged_pair):
+    """B crashes with two members on it: their presence stays ``online`` on A (B never sent their wills), so
+    the requests they win wait ``TAKEOVER_S`` for a claim, then A's members take them and count them silent.
+    B restarts empty, its members reconnect and announce themselves again, the bridge carries that to A,
+    and they take their share again. No request is lost or run twice (Profile: Optional Shared
+    Subscription Dispatch 13, Presence and Liveness)."""
+    a_url, b_url = bridged_pair.urls
+    unit, pool = uid("br"), uid("analysts")
+    work = CountingWork()
+    members = [Responder(f"member-{side}{i}", work, unit=unit, pool=pool, broker=url)
+               for side, url in (("a", a_url), ("b", b_url)) for i in (1, 2)]
+    names = frozenset(m.agent for m in members)
+    assert wait_until(lambda: all(m.live_members == names for m in members), timeout=5)
+    req = Requester(uid("coord"), unit=unit, broker=a_url, retry=PATIENT)
+
+    def send_all(n: int) -> list:
+        with ThreadPoolExecutor(6) as ex:
+            return list(ex.map(lambda i: req.send(f"pool:{pool}", f"job {i}"), range(n)))
+
+    bridged_pair.crash("b")
+    during = send_all(12)
+    assert all(r.state == COMPLETED and r.responder.startswith("member-a") for r in during)
+    assert sum(m.pool_membership.taken_over for m in members) > 0  # B's members' share, after TAKEOVER_S
+
+    assert bridged_pair.restart("b"), bridged_pair.b.log_text()[-1500:]
+    assert wait_until(lambda: all(m.live_members == names for m in members), timeout=10), \
+        [sorted(m.live_members) for m in members]
+    after = send_all(12)
+    assert all(r.state == COMPLETED for r in after)
+    assert {r.responder[len("member-")] for r in after} == {"a", "b"}
+    time.sleep(2.2 * pools.TAKEOVER_S)
+    assert Counter(t for _, t in work.runs) == Counter(r.task_id for r in during + after), "lost or run twice"
+
+
 def test_without_the_claims_crossing_the_bridge_pooled_requests_run_twice():
     """Why the bridge carries ``$a2a-nb-pool/#`` (``bridged.BRIDGED_TREES``): a member waits
     ``TAKEOVER_S`` for the winner's claim, and a claim that stays on its own broker looks like silence,
