@@ -26,6 +26,8 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from a2a_nb.agents import Requester, Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.responder import ResponderOptions
@@ -314,6 +316,26 @@ def test_without_the_claims_crossing_the_bridge_pooled_requests_run_twice():
             assert sum(m.pool_membership.taken_over for m in members) == len(tids)
         finally:
             stop_all()
+
+
+def test_pool_dispatch_slot_claims_without_asking_the_broker_for_share(broker_url):
+    """``ResponderOptions(pool_dispatch="slot")``: on bridged brokers a ``$share`` group is per broker, so
+    where brokers do deliver ``$share`` on ``$`` topics each would dispatch its own copy of a pooled request.
+    Told ``"slot"``, a member claims whatever the broker offers: it never probes ``$share`` (nothing on
+    ``$a2a-nb-probe/...``); ``"auto"`` probes, and on Mosquitto 2.0.11 falls back to claiming."""
+    unit, pool = uid("br"), uid("analysts")
+    probes: list[MqttMessage] = []
+    with Session(ORG, unit, uid("watch"), broker=broker_url) as watch:
+        watch.subscribe("$a2a-nb-probe/#", handler=probes.append)
+        slot = Responder("member-slot", CountingWork(), unit=unit, pool=pool, broker=broker_url,
+                         options=ResponderOptions(pool_dispatch="slot"))
+        assert slot.pool_mode == "slot" and probes == []
+        auto = Responder("member-auto", CountingWork(), unit=unit, pool=pool, broker=broker_url)
+        assert auto.pool_mode in ("shared", "slot")
+        assert wait_until(lambda: probes) and [m.topic for m in probes] == [f"$a2a-nb-probe/{ORG}/{unit}/member-auto"]
+    with pytest.raises(ValueError, match="pool_dispatch"):
+        Responder("member-x", CountingWork(), unit=unit, pool=pool, broker=broker_url,
+                  options=ResponderOptions(pool_dispatch="share"), start=False)
 
 
 # -- the command ---------------------------------------------------------------------------------------------
