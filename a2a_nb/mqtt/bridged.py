@@ -7,9 +7,15 @@ Handover) and pools (Optional Shared Subscription Dispatch). Mosquitto's bridge 
 connection from this broker to the remote one; :func:`bridge_config` writes it, one line per
 decision (each line says why), checked against Mosquitto 2.0.11 in ``tests/integration/test_bridged_brokers.py``.
 
-Pools: a ``$share`` group is per broker (each broker of a bridge would dispatch its own copy), and
-Mosquitto 2.0.11 does not deliver ``$share`` on ``$`` topics anyway; kit members claim pooled
-requests on ``$a2a-nb-pool/...`` (:mod:`a2a_nb.protocol.pools`), so that tree crosses the bridge too.
+Pools: a ``$share`` group is per broker (each broker of a bridge would dispatch its own copy; Mosquitto
+2.0.11 does not deliver ``$share`` on ``$`` topics anyway, and ``ResponderOptions(pool_dispatch="slot")``
+makes members claim on any broker). Members claim pooled requests on ``$a2a-nb-pool/...``
+(:mod:`a2a_nb.protocol.pools`), so that tree crosses the bridge too: a claim that stayed on its own
+broker would look like silence on the other, and the request would run twice.
+
+Latency: Mosquitto 2.0.11 sets TCP_NODELAY (``set_tcp_nodelay true``) on the sockets it accepts, not
+on the one its bridge opens, so a request that follows a reply back to back waits for the other
+broker's delayed ACK (about 40 ms); ``python -m benchmarks`` measures it (``benchmarks/bridged.py``).
 """
 from __future__ import annotations
 
@@ -34,7 +40,8 @@ requests, replies, events), the pool members' claims, and the bridge check. Not 
 RECEIVE_MAXIMUM = 65534
 """Mosquitto 2.0.11 sends its ``max_inflight_messages`` as the bridge's MQTT v5 Receive Maximum: the
 embedded broker's 0 ("no limit") becomes Receive Maximum 0, a protocol error for which the remote
-closes the connection (and 65535 wraps to 0 as well). 65534 keeps "practically no limit"."""
+closes the connection (and 65535 wraps to 0 as well). 65534 keeps "practically no limit" (it is also
+the window this broker grants its own clients, so their endpoint keeps paho's "no limit")."""
 
 
 def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optional[str] = None,
@@ -55,7 +62,8 @@ def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optio
         "bridge_protocol_version mqttv50",  # v5: properties (Response Topic, Correlation Data, user properties) cross
         *(f"topic {tree} both 1" for tree in trees),  # both ways on one connection, QoS 1 (Profile: QoS Guidance)
         # no loops: a v5 bridge subscribes with No Local + Retain As Published, so nothing comes back the way it
-        # came and retained cards stay retained; try_private (the v3 "I am a bridge" flag) is not used by v5
+        # came and retained cards stay retained; try_private (the default) is the v3 "I am a bridge" flag, which a
+        # v5 bridge does not send (its CONNECT is plain v5), so loop prevention rests on those options
         "try_private true",
         # nothing is kept across an outage either way (2.0.11 sends no Session Expiry Interval): say so, and
         # resubscribe cleanly; the retained cards and presence come again on every reconnect
