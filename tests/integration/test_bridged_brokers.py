@@ -359,9 +359,14 @@ def test_broker_bridge_to_prints_its_url_says_what_is_bridged_without_the_passwo
         echo.stop()
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait(timeout=10)
         rest = proc.stderr.read()
         proc.stdout.close()
         proc.stderr.close()
+    assert code == 0, rest
     assert "pa55-w0rd" not in "".join(banner) + rest
     assert not port_accepts("127.0.0.1", BrokerEndpoint.from_url(url).port)
