@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--echo-n", type=non_negative_int, default=5000,
                    help="echo round trips with RSS sampled before and after (0 = skip; default 5000; "
                         "the issue's figure is 30000, about 25 s)")
+    b.add_argument("--bridged-n", type=non_negative_int, default=100,
+                   help="round trips of each on one broker and across a bridge (two brokers of its own; 0 = skip; "
+                        "default 100)")
     b.add_argument("--broker", default=None, help="broker URL (default: A2A_BROKER_URL, else an embedded Mosquitto)")
     b.add_argument("--debug", action="store_true", help="show the Python traceback of a failure")
     b.set_defaults(func=bench, command="bench")
@@ -43,7 +46,7 @@ def bench(args: argparse.Namespace) -> int:
     from .run import run  # imported here, so --help and a bad option answer at once
 
     results = run(args.broker, n=args.n, stream_n=args.stream_n, rounds=args.rounds, load_tasks=args.load_tasks,
-                  burst=args.burst, echo_n=args.echo_n, say=(lambda s: None) if args.json else print)
+                  burst=args.burst, echo_n=args.echo_n, bridged_n=args.bridged_n, say=(lambda s: None) if args.json else print)
     if args.json:
         print(json.dumps(results, indent=2))
     return 0

@@ -11,6 +11,8 @@ import statistics
 import threading
 import time
 import timeit
+from typing import Optional
+
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -60,11 +62,14 @@ class RawEcho:
     """A raw QoS 1 request with Response Topic + Correlation Data, echoed by a raw responder: the
     floor a SendMessage round trip is measured against. ``round_trip()`` times one."""
 
-    req_topic, rep_topic = "$a2a/v1/request/bench/raw/echo", "$a2a/v1/reply/bench/raw/req/floor"
     payload = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'
 
-    def __init__(self, ep: BrokerEndpoint):
-        self.responder, self.requester = _client(ep, "bench/raw/echo"), _client(ep, "bench/raw/req")
+    def __init__(self, ep: BrokerEndpoint, requester_ep: Optional[BrokerEndpoint] = None, unit: str = "raw"):
+        """The responder on ``ep``, the requester there too or on ``requester_ep`` (another broker,
+        bridged to ``ep``); ``unit`` keeps the topics and client IDs of two such pairs apart."""
+        self.req_topic, self.rep_topic = f"$a2a/v1/request/bench/{unit}/echo", f"$a2a/v1/reply/bench/{unit}/req/floor"
+        self.responder = _client(ep, f"bench/{unit}/echo")
+        self.requester = _client(requester_ep or ep, f"bench/{unit}/req")
         self.responder.on_message = self._echo
         _subscribe(self.responder, self.req_topic)
         self._got = threading.Event()

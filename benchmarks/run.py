@@ -7,6 +7,8 @@ Ratios, not absolute times, are what the targets speak of: the kit's SendMessage
 Resources: a burst of SendMessage requests against a ticket desk (bounded: completions or -32004,
 threads and fds before/after) and many echo round trips (RSS before/after: the task store and the
 routing table are bounded, so memory levels off); see ``load.run_desk_burst`` / ``load.run_echo_memory``.
+
+Bridged brokers: the same round trip on one broker and across a Mosquitto bridge (``bridged.py``).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from a2a_nb.mqtt.broker import resolve
 from a2a_nb.protocol.retry import RetryProfile
 
 from . import bridge as bridge_bench
+from . import bridged as bridged_bench
 from . import probe as probe_bench
 from . import raw_floor
 from . import traffic as traffic_bench
@@ -35,10 +38,12 @@ class KitEcho:
     """The kit's SendMessage round trip: a Requester and an echo agent run as ``serve echo`` runs it
     (handler on the network thread). ``round_trip()`` times one ``send``."""
 
-    def __init__(self, url: str):
-        self.echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit="kit", broker=url,
+    def __init__(self, url: str, requester_url: Optional[str] = None, unit: str = "kit"):
+        """The echo agent on ``url``, the requester there too or on ``requester_url`` (a broker
+        bridged to ``url``); ``unit`` keeps two such pairs apart."""
+        self.echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit=unit, broker=url,
                               options=ResponderOptions(inline=True))
-        self.req = Requester("bench-req", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
+        self.req = Requester("bench-req", org="bench", unit=unit, broker=requester_url or url, retry=BENCH_RETRY)
 
     def round_trip(self) -> float:
         t = time.perf_counter()
@@ -100,7 +105,7 @@ def _median_run(runs: list[dict], key: str) -> dict:
 
 
 def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: int = 3, load_tasks: int = 200,
-        burst: int = 400, echo_n: int = 5000, say: Callable[[str], None] = print) -> dict:
+        burst: int = 400, echo_n: int = 5000, bridged_n: int = 100, say: Callable[[str], None] = print) -> dict:
     ep = resolve(url)
     url = ep.url_with_secret
     say(f"broker {ep.url}; {n} raw and {n} kit round trips in alternating batches, then {rounds} interleaved "
@@ -145,6 +150,9 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     say(bridge_bench.format_bridge(br))
     ub = results["ubsp"] = ubsp_bench.bench_ubsp(url, n=min(n, 300))  # the same round trip sealed end to end
     say(ubsp_bench.format_ubsp(ub))
+    if bridged_n:  # two brokers of its own, B bridged to A: the round trip on one broker and across the bridge
+        bd = results["bridged"] = bridged_bench.bench_bridged(n=bridged_n)
+        say(bridged_bench.format_bridged(bd))
     results["targets_met"] = {"send_ratio": ratio <= SEND_TARGET, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= STREAM_TARGET, "recorder_lost_0": rec["lost"] == 0,
                               "load_traffic_200k": lt["msgs_per_s"] >= 200_000}

@@ -55,3 +55,17 @@ def _close_sessions():
     from a2a_nb.mqtt.session import stop_all
 
     stop_all()
+
+
+@pytest.fixture
+def bridged_pair():
+    """Two brokers of the test's own, ``b`` bridged to ``a`` (:class:`a2a_nb.mqtt.bridged.BridgedPair`);
+    the test's clients are closed before the brokers stop, even when the test fails."""
+    from a2a_nb.mqtt.bridged import BridgedPair
+    from a2a_nb.mqtt.session import stop_all
+
+    with BridgedPair() as pair:
+        try:
+            yield pair
+        finally:
+            stop_all()

@@ -70,6 +70,10 @@ class ResponderOptions:
     is at capacity) is the reply, and no task is created. ``ids``: where contextIds come from (seed it
     for reproducible lessons). ``pool_takeover_s``: how long a pool member waits for the winner's claim
     of a pooled request before the request is taken over (see :mod:`a2a_nb.protocol.pools`).
+    ``pool_dispatch``: ``"auto"`` consumes a pool through ``$share`` where the broker delivers it on
+    ``$`` topics, else claims (slot dispatch); ``"slot"`` always claims. Use ``"slot"`` on bridged
+    brokers (:mod:`a2a_nb.mqtt.bridged`): a ``$share`` group is per broker, so each broker of a bridge
+    would dispatch its own copy of every pooled request, while claims cross the bridge.
     """
 
     workers: int = 8
@@ -82,6 +86,10 @@ class ResponderOptions:
     admit: Optional[Callable[[dict], Optional[A2AError]]] = None
     ids: Optional[IdSource] = None
     pool_takeover_s: float = pools.TAKEOVER_S
+    pool_dispatch: str = "auto"
+
+
+POOL_DISPATCH = ("auto", "slot")
 
 
 class Responder:
@@ -116,6 +124,8 @@ class Responder:
         ubsp: Optional["Ubsp"] = None,
         start: bool = True,
     ):
+        if options.pool_dispatch not in POOL_DISPATCH:
+            raise ValueError(f"pool_dispatch is one of {POOL_DISPATCH}, not {options.pool_dispatch!r}")
         self.org, self.unit, self.agent = org, unit, agent
         self.handler = handler
         self.ubsp = ubsp
@@ -173,10 +183,11 @@ class Responder:
         return self
 
     def _join_pool(self) -> None:
-        """Consume the pool via ``$share`` when the broker delivers it on ``$`` topics, else via
-        the plain pool topic with slot claiming (Profile: Optional Shared Subscription Dispatch)."""
+        """Consume the pool via ``$share`` when the broker delivers it on ``$`` topics (and ``pool_dispatch``
+        allows it), else via the plain pool topic with slot claiming (Profile: Optional Shared
+        Subscription Dispatch)."""
         probe = f"$a2a-nb-probe/{self.org}/{self.unit}/{self.agent}"  # a $ topic outside $a2a/: no recorder sees it
-        if self.session.delivers_shared_dollar_topics(probe):
+        if self.options.pool_dispatch == "auto" and self.session.delivers_shared_dollar_topics(probe):
             self.pool_mode = "shared"  # the broker dispatches: presence is only for people watching
             self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool or ""),
                                    handler=self._on_pool_request)
@@ -184,6 +195,8 @@ class Responder:
             return
         # Order matters: learn who is live, tell the others (PUBACK: they have it queued), and only then
         # take pool requests, so every member sees this one's presence before a request it could claim.
+        # Across a bridge the PUBACK is only this broker's: a member on the other broker may read a request
+        # published there before this presence crosses, and both take it (a window of one bridge hop).
         self.pool_mode = "slot"
         self.pool_mode_why = ("the broker's CONNACK says it has no shared subscriptions"
                               if not self.session.capabilities.shared_subscriptions

@@ -1,4 +1,4 @@
-"""``python -m a2a_nb broker [--secure]``: an embedded Mosquitto in the foreground."""
+"""``python -m a2a_nb broker [--secure | --bridge-to URL]``: an embedded Mosquitto in the foreground."""
 from __future__ import annotations
 
 import argparse
@@ -14,23 +14,38 @@ def register(sub) -> None:
     b.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     b.add_argument("--secure", action="store_true", help="TLS only, a password per agent and topic ACLs; prints "
                    "the mqtts:// URL first, then where the CA and the credentials are")
+    b.add_argument("--bridge-to", metavar="URL", default=None,
+                   help="bridge this broker to another one (mqtt://[user:pass@]host:port or mqtts://...?ca=FILE): "
+                   "$a2a/# and the pool claims cross both ways, MQTT v5, QoS 1")
     b.set_defaults(func=cmd_broker)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..mqtt.broker import BrokerError, EmbeddedBroker
+    from ..mqtt.broker import BrokerEndpoint, BrokerError, EmbeddedBroker
+    from ..mqtt.bridged import BridgedBroker
     from ..mqtt.secure import SecureBroker
 
+    if args.secure and args.bridge_to:
+        print("error: --secure and --bridge-to do not go together yet: bridge a plain broker", file=sys.stderr)
+        return 2
     try:
         secure = SecureBroker(port=args.port, host=args.host) if args.secure else None
-        broker = (secure or EmbeddedBroker(port=args.port, host=args.host)).start()
+        bridged = BridgedBroker(BrokerEndpoint.from_url(args.bridge_to), port=args.port, host=args.host) \
+            if args.bridge_to else None
+        broker = (secure or bridged or EmbeddedBroker(port=args.port, host=args.host)).start()
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(broker.url, flush=True)
     print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
+    if bridged is not None:
+        print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
+        up = bridged.wait_connected(timeout=5.0)
+        print(f"# the bridge is up ({bridged.state_topic} says 1)" if up else
+              f"# the bridge is not up yet (is {bridged.remote.url} running?); Mosquitto keeps retrying, "
+              f"see {broker.log_path}", file=sys.stderr, flush=True)
     if secure is not None:
         f = secure.files
         print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)

@@ -59,7 +59,9 @@ CLAIMS_PREFIX = "$a2a-nb-pool"
 TAKEOVER_S = 1.0
 """How long the other members wait for the winner's claim before one of them takes the request.
 The claim leaves the winner as the request arrives, so on a working broker it comes within
-milliseconds; a late claim means the request ran twice, never that it was lost."""
+milliseconds (across a Mosquitto 2.0.11 bridge within about 45 ms: Nagle on the bridge's socket, see
+:mod:`a2a_nb.mqtt.bridged`, which carries the claims too); a late claim means the request ran twice,
+never that it was lost."""
 
 MAX_WAIT_S = 10.0
 """The longest a request waits for a winner that keeps claiming other requests but not this one."""

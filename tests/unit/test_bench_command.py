@@ -11,13 +11,15 @@ def test_help_runs_from_the_repository_root():
     out = run_bench(["--help"], dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"usage: {PROG} ")
-    for option in ("--json", "-n N", "--stream-n", "--rounds", "--load-tasks", "--burst", "--echo-n", "--broker", "--debug"):
+    for option in ("--json", "-n N", "--stream-n", "--rounds", "--load-tasks", "--burst", "--echo-n", "--bridged-n", "--broker",
+                   "--debug"):
         assert option in out.stdout, option
 
 
 def test_the_defaults_are_the_full_run():
     args = build_parser().parse_args([])
-    assert (args.n, args.stream_n, args.rounds, args.load_tasks, args.burst, args.echo_n) == (1000, 5000, 3, 200, 400, 5000)
+    assert (args.n, args.stream_n, args.rounds, args.load_tasks, args.burst, args.echo_n, args.bridged_n) == \
+        (1000, 5000, 3, 200, 400, 5000, 100)
     assert not args.json and args.broker is None and args.command == "bench"
 
 
