@@ -10,7 +10,8 @@ def register(sub) -> None:
     c = sub.add_parser("check-broker", help="print what a broker's CONNACK offers and try the profile's traffic on "
                        "it (discovery, request/reply, wills, pools, binary mode); exit 0 when Core works")
     c.add_argument("url", nargs="?", default=None, metavar="URL",
-                   help="the broker (default: A2A_BROKER_URL, else the kit's own embedded Mosquitto)")
+                   help="the broker (default: A2A_BROKER_URL, else the kit's own embedded Mosquitto); URL_A,URL_B: "
+                        "publish on A, read on B (bridged brokers, cluster nodes)")
     c.add_argument("--timeout", type=positive_seconds, default=3.0, help="seconds each step may wait (default 3)")
     c.set_defaults(func=cmd_check_broker)
 

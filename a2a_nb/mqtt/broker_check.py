@@ -17,6 +17,10 @@ traffic is found by trying it, with three short-lived clients under a throw-away
    (the kit recognises chunks by their user properties either way: Optional Native Binary Artifact Mode).
 
 Core works when 1-4 do. Every wait is bounded (``timeout`` per step).
+
+Given a list of brokers (``URL_A,URL_B``: bridged sites, or two nodes of a cluster), the publishing
+clients sit on the first and the reading ones on the last, so each step checks that the traffic
+crosses: the card, the request and its reply, the will, the bytes.
 """
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ class BrokerCheck:
     url: str
     capabilities: Optional[BrokerCapabilities]
     findings: tuple[Finding, ...]
+    across: bool = False  # published on one broker, read on another
 
     @property
     def core_works(self) -> bool:
@@ -71,10 +76,11 @@ class BrokerCheck:
                 out.append(f"  {name.replace('_', ' '):<22} {shown}")
             for gap in self.capabilities.profile_gaps():
                 out.append(f"  ! {gap}")
-        out.append("the profile on this broker:")
+        where = "across these brokers" if self.across else "on this broker"
+        out.append(f"the profile {where}:")
         for f in self.findings:
             out.append(f"  {f.feature:<15} {f.verdict:<17} ({f.level}) {f.detail}")
-        out.append("Core works on this broker" if self.core_works else "Core does NOT work on this broker")
+        out.append(f"Core works {where}" if self.core_works else f"Core does NOT work {where}")
         return out
 
 
@@ -107,22 +113,26 @@ def check_broker(endpoint: BrokerEndpoint, timeout: float = 3.0) -> BrokerCheck:
     org, unit = "a2a-nb-check", uuid.uuid4().hex[:10]
     sessions: list[Session] = []
 
-    def session(agent: str, will: Optional[MqttMessage] = None) -> Session:
-        s = Session(org, unit, agent, broker=endpoint, will=will, connect_timeout=timeout * 2)
+    first, last = endpoint.brokers[0], endpoint.brokers[-1]
+
+    def session(agent: str, broker: BrokerEndpoint) -> Session:
+        s = Session(org, unit, agent, broker=broker, connect_timeout=timeout * 2)
         sessions.append(s)
         return s
 
     try:
-        owner = session("card-owner")
+        owner = session("card-owner", first)
         findings = [_dollar_topics(owner, org, unit, timeout)]
         if findings[0].works:
-            watcher = session("watcher")
+            watcher = session("watcher", last)
             findings += [_discovery(owner, watcher, org, unit, timeout),
                          _request_reply(owner, watcher, org, unit, timeout),
-                         _wills(endpoint, watcher, org, unit, timeout),
+                         _wills(first, watcher, org, unit, timeout),
                          _pools(owner),
                          _binary(owner, watcher, org, unit, timeout)]
-        return BrokerCheck(endpoint.url, owner.capabilities, tuple(findings))
+        across = first != last
+        url = f"{first.url} -> {last.url} (published on the first, read on the last)" if across else first.url
+        return BrokerCheck(url, owner.capabilities, tuple(findings), across)
     finally:
         for s in sessions:
             if not s.closed:

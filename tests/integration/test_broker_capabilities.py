@@ -168,3 +168,24 @@ def test_a_publish_over_the_brokers_maximum_packet_size_is_refused_before_it_is_
         s.publish(MqttMessage(msg.topic, msg.payload + b"x", qos=1, correlation_data=msg.correlation_data,
                               user_properties=msg.user_properties, content_type=msg.content_type))
     assert s.connected and proxy.largest_publish == size, "refused by the kit: nothing sent, still connected"
+
+
+def test_check_broker_across_bridged_brokers_publishes_on_the_first_and_reads_on_the_last(bridged_pair):
+    a_url, b_url = bridged_pair.urls
+    out = run_cli("check-broker", f"{a_url},{b_url}", url="")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert "(published on the first, read on the last)" in lines[0] and str(bridged_pair.b.port) in lines[0]
+    for feature in ("discovery", "request/reply", "wills", "binary mode"):
+        (line,) = [l for l in lines if l.strip().startswith(feature)]
+        assert " works " in line, line
+    assert lines[-1] == "Core works across these brokers" and "the profile across these brokers:" in lines
+
+
+def test_binary_chunks_cross_a_bridge_with_their_payload_format_indicator(bridged_pair):
+    a_url, b_url = bridged_pair.urls
+    agent, data = uid("binary"), os.urandom(40 * 256)
+    Responder(agent, chunker(data, 40), broker=a_url)
+    req = Requester(uid("coord"), broker=b_url, retry=FAST)
+    stream = req.stream(agent, "send the blob", artifact_mode="binary")
+    assert stream.wait().binary["blob"].data() == data and stream.state == COMPLETED

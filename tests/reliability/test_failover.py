@@ -102,3 +102,25 @@ def test_an_agent_and_a_requester_fail_over_mid_stream_and_nothing_is_lost(two_b
     entry = Discovery(ORG, unit, broker=b.url).wait_for(agent, status=properties.ONLINE, timeout=5)
     assert entry is not None and entry.card["name"]
     assert requester.send(agent, "after the failover").state == states.COMPLETED
+
+
+def test_failover_between_bridged_brokers_mid_stream_loses_nothing(bridged_pair):
+    """Issue [17]'s case: the agent lists A then B, the requester sits on B (bridged to A); A is killed
+    mid-stream. The agent moves to B, republishes its card there; the requester's stream resumes (GetTask)."""
+    a_url, b_url = bridged_pair.urls
+    unit, agent = uid("unit"), "streamer"
+    responder = Responder(agent, streaming_handler(pace=0.08), unit=unit, card=echo_card(ORG, unit, agent),
+                          broker=f"{a_url},{b_url}")
+    requester = Requester(uid("coord"), unit=unit, broker=b_url, retry=RESILIENT)
+    Discovery(ORG, unit, broker=b_url).wait_for(agent, status=properties.ONLINE, timeout=5)  # the card crossed
+    stream = requester.stream(agent, "stream through the loss of broker A")
+    seen = 0
+    for _ in stream:
+        seen += 1
+        if seen == 3:
+            bridged_pair.crash("a")
+    assert seen >= 3 and responder.session.endpoint.port == bridged_pair.b.port
+    final = requester.get_task(stream.task_id)
+    assert final["status"]["state"] == states.COMPLETED and stream.state == states.COMPLETED
+    assert chunks_of(final) == [f"chunk {i}" for i in range(CHUNKS)] and responder.stats.executions == 1
+    assert requester.send(agent, "after the failover").state == states.COMPLETED
