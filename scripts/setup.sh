@@ -32,6 +32,18 @@ MSG
   fi
 fi
 
+# The headers and compiler for the broker-managed status plugin (a2a_nb/mqtt/plugins/a2a_status.c, built on
+# first use). Optional: without them the embedded broker runs without it, and the probe reports
+# broker-managed status "not offered" (the tests that need it say why they are skipped).
+if [ ! -f /usr/include/mosquitto_broker.h ] || [ ! -f /usr/include/mosquitto.h ]; then
+  if command -v apt-get >/dev/null && as_root true; then
+    echo "== installing the Mosquitto plugin headers with apt-get (broker-managed status)"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq gcc mosquitto-dev libmosquitto-dev >/dev/null \
+      || echo "note: the Mosquitto plugin headers could not be installed: broker-managed status stays off" >&2
+  fi
+fi
+
 # Debian's Chromium for the browser tests (tests/browser: JupyterLab driven by playwright). Optional:
 # without it those tests are skipped, saying why. Playwright's own browser download is not used.
 if [ "${PAHO:-}" != oldest ] && ! command -v chromium >/dev/null 2>&1; then

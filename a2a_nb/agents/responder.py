@@ -74,6 +74,8 @@ class ResponderOptions:
     ``$`` topics, else claims (slot dispatch); ``"slot"`` always claims. Use ``"slot"`` on bridged
     brokers (:mod:`a2a_nb.mqtt.bridged`): a ``$share`` group is per broker, so each broker of a bridge
     would dispatch its own copy of every pooled request, while claims cross the bridge.
+    ``task_events``: announce every state change of its tasks on its event topic (extended
+    observability, :mod:`a2a_nb.protocol.task_events`); only for the runtime the responder makes itself.
     """
 
     workers: int = 8
@@ -87,6 +89,7 @@ class ResponderOptions:
     ids: Optional[IdSource] = None
     pool_takeover_s: float = pools.TAKEOVER_S
     pool_dispatch: str = "auto"
+    task_events: bool = False
 
 
 POOL_DISPATCH = ("auto", "slot")
@@ -130,7 +133,7 @@ class Responder:
         self.handler = handler
         self.ubsp = ubsp
         self.card = cards.with_extension(card, ubsp.card_extension()) if (card is not None and ubsp is not None) else card
-        self.runtime = runtime or TaskRuntime()
+        self.runtime = runtime or TaskRuntime(task_events=(org, unit) if options.task_events else None)
         self.pool = pool
         self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
         self.pool_mode_why = ""  # why slot claiming: what the broker said or did

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Sequence
 
-from ..protocol import errors, inbound, jsonrpc, messages, properties, states
+from ..protocol import errors, inbound, jsonrpc, messages, properties, states, task_events
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.errors import A2AError
 from ..protocol.packet import MqttMessage, encode_json
@@ -64,6 +64,7 @@ class _TaskEntry:
     cancel: threading.Event = field(default_factory=threading.Event)
     chunk_seq: dict[str, int] = field(default_factory=dict)
     artifacts: Optional[ArtifactSet] = None  # assembled in place, shared with the stored task
+    sealed: bool = False  # a ubsp-v1 path waits for it: no task events (their ids and states are metadata)
 
 
 class TaskRuntime:
@@ -71,11 +72,14 @@ class TaskRuntime:
 
     ``store``: where tasks are kept (a :class:`~.store.SqliteTaskStore` survives a restart);
     ``clock``: the time stamped on each change. ``outbox``: the agents sharing this runtime and the
-    one way their replies leave (the runtime only reads who is live, to decide who sends)."""
+    one way their replies leave (the runtime only reads who is live, to decide who sends).
+    ``task_events``: ``(org, unit)`` to announce every state change on the event topic of the agent that
+    answers for the task (``protocol/task_events.py``: extended observability), None for none."""
 
     def __init__(self, store: Optional[TaskStore] = None, clock: Callable[[], float] = time.time,
-                 outbox: Optional[Outbox] = None):
+                 outbox: Optional[Outbox] = None, task_events: Optional[tuple[str, str]] = None):
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.task_events = task_events
         self.clock = clock
         self.outbox = outbox or Outbox()
         self.lock = threading.RLock()  # keeps the tables consistent; held for decisions only, never for I/O
@@ -222,7 +226,9 @@ class TaskRuntime:
                 return out
             if rec is not None and listener.kind == STREAM and states.ends_stream(rec.state):
                 return out
-            self._entry(task_id).listeners.append(listener)
+            entry = self._entry(task_id)
+            entry.listeners.append(listener)
+            entry.sealed = entry.sealed or listener.seal is not None
         return out
 
     def update(self, task_id: str, *, state: Optional[str] = None, status_message: Optional[dict] = None,
@@ -266,6 +272,8 @@ class TaskRuntime:
             self.store.put(rec, durable=state is not None or append_history is not None)
             if entry.listeners:
                 self._notify(out, rec, entry, events, skip, before)
+            if state is not None and (before.get("status") or {}).get("state") != rec.state:
+                self._announce(out, rec, entry)
             if states.is_terminal(rec.state) and not entry.listeners:
                 del self._entries[task_id]  # nothing more will happen to it: keep memory bounded
         return Update(rec, out)
@@ -343,6 +351,17 @@ class TaskRuntime:
         msg = MqttMessage(response_topic, encode_json(payload), qos=1, correlation_data=correlation,
                           user_properties=tuple(props))
         return Outgoing(*_sealed(sender, msg, seal))
+
+    def _announce(self, out: list[Outgoing], rec: TaskRecord, entry: _TaskEntry) -> None:
+        """The task's new state on its answering agent's event topic, when this runtime announces them."""
+        if self.task_events is None or entry.sealed:
+            return
+        sender = self.sender_for(rec.owner, rec.owner or "")
+        if sender is not None:
+            org, unit = self.task_events
+            status = rec.task["status"]
+            out.append(Outgoing(sender, task_events.task_event(org, unit, sender, rec.id, rec.task["contextId"],
+                                                               status["state"], status.get("timestamp"))))
 
     # -- what each listener gets -----------------------------------------------------------------------
     def _notify(self, out: list[Outgoing], rec: TaskRecord, entry: _TaskEntry, events: list[dict],

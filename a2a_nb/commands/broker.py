@@ -17,6 +17,9 @@ def register(sub) -> None:
     b.add_argument("--bridge-to", metavar="URL", default=None,
                    help="bridge this broker to another one (mqtt://[user:pass@]host:port or mqtts://...?ca=FILE): "
                    "$a2a/# and the pool claims cross both ways, MQTT v5, QoS 1")
+    b.add_argument("--no-broker-status", action="store_true",
+                   help="leave agents' cards as they publish them (default: the a2a_status plugin marks each card "
+                   "a2a-status-source=broker, online while its agent is connected, offline when it is gone)")
     b.set_defaults(func=cmd_broker)
 
 
@@ -34,12 +37,19 @@ def cmd_broker(args: argparse.Namespace) -> int:
         secure = SecureBroker(port=args.port, host=args.host) if args.secure else None
         bridged = BridgedBroker(BrokerEndpoint.from_url(args.bridge_to), port=args.port, host=args.host) \
             if args.bridge_to else None
-        broker = (secure or bridged or EmbeddedBroker(port=args.port, host=args.host)).start()
+        plain = None if secure or bridged else EmbeddedBroker(port=args.port, host=args.host,
+                                                             broker_status=not args.no_broker_status)
+        broker = (secure or bridged or plain).start()
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(broker.url, flush=True)
     print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
+    if plain is not None and plain.broker_status:
+        from ..mqtt.status_plugin import plugin_path, unavailable_reason
+
+        print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)" if plugin_path()
+              else f"# broker-managed status: off ({unavailable_reason()})", file=sys.stderr, flush=True)
     if bridged is not None:
         print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
         up = bridged.wait_connected(timeout=5.0)

@@ -83,7 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         stoppers.append(local.close)  # after the agents (stoppers run in reverse order)
     if args.agent == "echo":
         r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
-                      broker=url, options=ResponderOptions(inline=True),
+                      broker=url, options=ResponderOptions(inline=True, task_events=True),
                       ubsp=local.ubsp(args.org, args.unit, "echo") if local else None)
         stoppers.append(r.stop)
         stopping = "echo (its card will say offline)"
@@ -92,7 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover,
                               store_path=args.store, pool=args.pool, pace=args.pace, max_analysts=args.max_analysts,
-                              ubsp=local.ubsp(args.org, args.unit, "ticket-desk") if local else None)
+                              ubsp=local.ubsp(args.org, args.unit, "ticket-desk") if local else None, task_events=True)
         except DeskLoginError as exc:  # the analysts would log in as the desk (README: The secure broker)
             raise CliError(str(exc), hint=exc.hint) from None
         except TaskStoreError as exc:  # a folder, a file of something else, a path it cannot write

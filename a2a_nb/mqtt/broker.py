@@ -195,7 +195,9 @@ class EmbeddedBroker:
     """A private Mosquitto for this process (or for a notebook, a test session, a Binder pod).
 
     ``port=None`` picks a free loopback port. ``extra_config`` lines are appended to the generated
-    config (the secure variant uses it for password files, ACLs and TLS listeners).
+    config (the secure variant uses it for password files, ACLs and TLS listeners). ``broker_status``:
+    load the ``a2a_status`` plugin where it can be built (``status_plugin.py``), so the broker marks
+    each agent's card online/offline itself (Profile: Optional Broker-Managed Status).
     """
 
     def __init__(
@@ -206,8 +208,10 @@ class EmbeddedBroker:
         listener_options: str = "allow_anonymous true",
         start_timeout: float = 10.0,
         workdir: Optional[str] = None,
+        broker_status: bool = False,
     ):
         self.host = host
+        self.broker_status = broker_status
         self._requested_port = port
         self.port: Optional[int] = None
         self.extra_config = extra_config
@@ -311,12 +315,27 @@ class EmbeddedBroker:
             "# streams burst: no Receive Maximum, and QoS 1 messages queue for a slow subscriber instead of being dropped",
             "max_inflight_messages 0",
             "max_queued_messages 100000",
+            self._status_plugin_line(),
             f"listener {port} {self.host}",
             "protocol mqtt",
             self.listener_options,
             self.extra_config,
         ]
         return "\n".join(line for line in lines if line) + "\n"
+
+    def _status_plugin_line(self) -> str:
+        if not self.broker_status:
+            return ""
+        from .status_plugin import plugin_path
+
+        built = plugin_path()
+        if built is None:
+            return ""
+        assert self.workdir is not None
+        path = self.workdir / built.name  # Mosquitto loads it after dropping root: a copy it can read
+        shutil.copyfile(built, path)
+        path.chmod(0o644)
+        return f"plugin {path}"
 
     @property
     def running(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import checks_card, checks_tasks, checks_inputs, checks_extended, checks_ubsp  # noqa: F401  (registers, in run order)
+from . import checks_card, checks_tasks, checks_inputs, checks_extended, checks_observed, checks_ubsp  # noqa: F401  (registers, in run order)
 from .report import ProbeReport, Row
 from .rules import CHECKS
 from .runner import LEVELS, ProbeError, run_probe

@@ -32,19 +32,22 @@ FEATURES = {
     "binary-artifacts": "native binary artifact mode",
     "ubsp-round-trip": "untrusted-broker security profile (ubsp-v1)",
     "trusted-jku": "trusted JKU policy",
+    "broker-status": "broker-managed status",
+    "task-events": "extended observability (task events)",
 }
 """Checks whose pass shows an optional feature, and its name in the summary."""
 
 EXTENDED_CAPABILITIES = (
     ("trusted JKU policy", ("trusted-jku",)),
-    ("broker-managed status", ()),
-    ("extended observability", ()),
+    ("broker-managed status", ("broker-status",)),
+    ("extended observability", ("task-events",)),
     ("native binary artifact mode", ("binary-artifacts",)),
     ("shared-subscription dispatch", ("pooled-responder-id",)),
     ("untrusted-broker security profile (ubsp-v1)", ("ubsp-round-trip", "ubsp-recipient", "ubsp-replay")),
 )
 """The six optional capabilities of Extended conformance (Profile: Conformance Levels, Extended 1-6)
-and the checks that show each; the two about the broker and the traffic are no agent's to show."""
+and the checks that show each (broker-managed status is the broker's: the probe reads what the broker
+set on the agent's card)."""
 NOT_OFFERED, NOT_CHECKED = "not offered", "not checked by the probe"
 
 SHOWN_CHARS = {"sent": 300, "received": 400, "remark": 800, "interop": 400}

@@ -141,6 +141,13 @@ def shared_pool_subscription(org: str, unit: str, pool: str) -> str:
     return f"{SHARE_PREFIX}{group_id(org, unit, pool)}/{pool_topic(org, unit, pool)}"
 
 
+def event_filter(org: str, unit: str) -> str:
+    """``$a2a/v1/event/{org}/{unit}/+``: the event topics of every agent of a unit (Profile: Event Delivery 1)."""
+    validate_identifier(org, "org_id")
+    validate_identifier(unit, "unit_id")
+    return f"{PREFIX}/event/{org}/{unit}/+"
+
+
 def discovery_filter(org: str, unit: str = "+") -> str:
     """``$a2a/v1/discovery/{org}/{unit}/+``; ``unit`` may be ``"+"`` for every unit of the org.
 

@@ -197,7 +197,7 @@ class TicketDesk:
     def __init__(self, *, org: str = "acme", unit: str = "support", broker: BrokerChoice = None,
                  handover: str = "first-reply", store_path: Optional[str] = None, pace: float = 0.05,
                  seed: Optional[int] = None, pool: Optional[str] = None, max_analysts: int = MAX_ANALYSTS,
-                 ubsp: Optional["Ubsp"] = None):
+                 ubsp: Optional["Ubsp"] = None, task_events: bool = False):
         if handover not in HANDOVER_PLANS:
             raise ValueError(f"handover must be one of {HANDOVER_PLANS}, got {handover!r}")
         if max_analysts < 1:
@@ -213,7 +213,7 @@ class TicketDesk:
         self.ids = IdSource(seed)
         self.analyst = Analyst(pace=pace)
         store = SqliteTaskStore(store_path) if store_path else MemoryTaskStore()
-        self.runtime = TaskRuntime(store)
+        self.runtime = TaskRuntime(store, task_events=(org, unit) if task_events else None)  # protocol/task_events.py
         self.instances: list[Responder] = []
         self.killed: list[str] = []
         self._lock = threading.Lock()

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from a2a_nb.agents.responder import Responder, ResponderOptions
+from a2a_nb.mqtt.status_plugin import plugin_path
 from a2a_nb.probe import run_probe
 from a2a_nb.probe.rules import FAIL, NOT_APPLICABLE, PASS
 from a2a_nb.protocol import cards, properties, ubsp
@@ -130,17 +131,65 @@ def test_the_card_extension_is_valid_a2a():
     assert cards.card_matches(card, capabilities=("streaming",))
 
 
-def test_the_report_lists_the_six_extended_capabilities(broker_url, local):
+@pytest.fixture(scope="module")
+def status_broker():
+    from a2a_nb.mqtt.broker import EmbeddedBroker
+
+    with EmbeddedBroker(broker_status=True) as b:  # as `python -m a2a_nb broker` starts it
+        yield b.url
+
+
+def test_the_report_lists_the_six_extended_capabilities(status_broker, local):
+    """``serve echo`` (inline, task events on, keys from the key home) on the kit's broker (with the
+    a2a_status plugin): four of six pass; echo has no artifacts and no pool, so those two are not offered."""
     u = unit()
-    echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=broker_url,
-                     options=ResponderOptions(inline=True), ubsp=local.ubsp("acme", u, "echo"))
+    echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=status_broker,
+                     options=ResponderOptions(inline=True, task_events=True), ubsp=local.ubsp("acme", u, "echo"))
     try:
-        report = probe("echo", u, broker_url, local)
+        report = probe("echo", u, status_broker, local)
     finally:
         echo.stop()
+    status = "pass" if plugin_path() is not None else "not offered"
     assert report.capabilities == {
-        "trusted JKU policy": "pass", "broker-managed status": "not checked by the probe",
-        "extended observability": "not checked by the probe", "native binary artifact mode": "not offered",
+        "trusted JKU policy": "pass", "broker-managed status": status,
+        "extended observability": "pass", "native binary artifact mode": "not offered",
         "shared-subscription dispatch": "not offered", "untrusted-broker security profile (ubsp-v1)": "pass"}
     assert "Extended capabilities: trusted JKU policy: pass;" in report.text()
     assert report.as_dict()["capabilities"]["untrusted-broker security profile (ubsp-v1)"] == "pass"
+    events = next(r for r in report.rows if r.check == "task-events")
+    assert events.received.startswith("1 event(s) on $a2a/v1/event/acme/") and events.received.endswith("completed")
+    assert not [r for r in report.rows if r.check.startswith("lint:")], report.text()
+
+
+def test_the_ticket_desk_serving_a_pool_passes_five_of_six(status_broker):
+    """``serve ticket-desk --pool analysts`` (task events on) probed with ``--pool analysts``: broker-managed
+    status, task events and pools pass; its report is JSON data parts, so binary mode is not offered."""
+    u = unit()
+    desk = TicketDesk(unit=u, broker=status_broker, pace=0.0, pool="analysts", task_events=True)
+    try:
+        report = run_probe("ticket-desk", unit=u, broker=status_broker, level="extended", pool="analysts", timeout=1.0)
+    finally:
+        desk.stop()
+    caps = report.capabilities
+    assert caps["extended observability"] == "pass" and caps["shared-subscription dispatch"] == "pass"
+    assert caps["broker-managed status"] == ("pass" if plugin_path() is not None else "not offered")
+    assert caps["native binary artifact mode"] == "not offered" and report.core_conformant
+    events = next(r for r in report.rows if r.check == "task-events")
+    assert "working → input-required" in events.received, events.received
+
+
+def test_without_the_plugin_or_task_events_both_capabilities_are_not_offered(local):
+    from a2a_nb.mqtt.broker import EmbeddedBroker
+
+    u = unit()
+    with EmbeddedBroker(broker_status=False) as plain:
+        echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=plain.url)
+        try:
+            report = run_probe("echo", unit=u, broker=plain.url, level="extended", timeout=0.5)
+        finally:
+            echo.stop()
+    assert report.capabilities["broker-managed status"] == "not offered"
+    assert report.capabilities["extended observability"] == "not offered"
+    rows = {r.check: r for r in report.rows}
+    assert "a2a-status-source='agent'" in rows["broker-status"].remark
+    assert "no task-status-update event" in rows["task-events"].remark

@@ -393,3 +393,38 @@ def test_a_finished_task_leaves_the_runtime_bookkeeping():
     with pytest.raises(ValueError):
         rt.update("t1", state=states.WORKING)
     assert rt.tracked_tasks == 1, "a refused change leaves no bookkeeping behind"
+
+
+# -- task events: extended observability (protocol/task_events.py) ------------------------------------
+def test_a_runtime_that_announces_tasks_sends_each_state_change_to_the_answering_agents_event_topic():
+    from a2a_nb.protocol import task_events
+    from tests.sdk_check import assert_valid
+
+    rt = TaskRuntime(clock=lambda: 100.0, task_events=("acme", "support"))
+    rt.register(Agent("desk"))
+    receive(rt, path("s1"))
+    out = rt.update("t1", state=states.WORKING, status_message=say("reading the ticket")).outgoing
+    out += rt.update("t1", state=states.WORKING, status_message=say("still reading", "a2")).outgoing  # same state
+    out += rt.update("t1", artifact_event=chunk("root cause: ", append=False)).outgoing
+    out += rt.update("t1", state=states.COMPLETED).outgoing
+    events = [o for o in out if o.path is None]
+    assert [o.sender for o in events] == ["desk", "desk"]
+    assert all(o.message.topic == "$a2a/v1/event/acme/support/desk" and o.message.qos == 0 and not o.message.retain
+               and task_events.is_task_event(o.message) for o in events)
+    bodies = [json.loads(o.message.payload) for o in events]
+    assert [b["status"]["state"] for b in bodies] == [states.WORKING, states.COMPLETED], "a state change each, once"
+    assert all("message" not in b["status"] for b in bodies), "what was said stays on the reply path"
+    assert events[0].message.user_property(properties.TASK_ID) == "t1"
+    assert events[0].message.user_property(properties.CONTEXT_ID) == "ctx"
+    for b in bodies:
+        assert_valid("TaskStatusUpdateEvent", b)
+
+
+def test_no_task_events_for_a_sealed_task_or_from_a_runtime_that_does_not_announce():
+    rt = TaskRuntime(clock=lambda: 100.0, task_events=("acme", "support"))
+    rt.register(Agent("desk"))
+    receive(rt, path("s1", seal=lambda msg, sender: msg))  # a ubsp-v1 path
+    assert [o for o in rt.update("t1", state=states.WORKING).outgoing if o.path is None] == []
+    quiet = runtime()
+    receive(quiet, path("s1"))
+    assert [o for o in quiet.update("t1", state=states.WORKING).outgoing if o.path is None] == []
