@@ -119,6 +119,11 @@ class TaskContext:
         ev = messages.artifact_update(self.task_id, self.context_id, art, append=append, last_chunk=last_chunk)
         self._change(artifact_event=ev)
 
+    @property
+    def binary_requested(self) -> bool:
+        """A requester waiting for this task asked for native binary chunks (and the responder grants them)."""
+        return self.runtime.binary_requested(self.task_id)
+
     def chunk(self, artifact_id: str, data: bytes, *, content_type: Optional[str] = None, last: bool = False) -> None:
         """One binary chunk: raw bytes to requesters that asked for ``a2a-artifact-mode=binary``,
         base64 ``raw`` parts to the others (Profile: Optional MQTT Native Binary Artifact Mode)."""

@@ -289,6 +289,13 @@ class TaskRuntime:
             self._entry(task_id).cancel.set()
             return self.update(task_id, state=states.CANCELED, force=True)
 
+    def binary_requested(self, task_id: str) -> bool:
+        """Does a requester waiting for this task want native binary chunks (``a2a-artifact-mode: binary``,
+        granted: Optional MQTT Native Binary Artifact Mode 2-4)? An agent may then add raw artifacts."""
+        with self.lock:
+            entry = self._entries.get(task_id)
+            return entry is not None and any(l.artifact_mode == properties.MODE_BINARY for l in entry.listeners)
+
     def cancel_flag(self, task_id: str) -> threading.Event:
         """Set once the task is canceled: what a handler checks, or waits on instead of sleeping."""
         with self.lock:

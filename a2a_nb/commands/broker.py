@@ -39,7 +39,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
             if args.bridge_to else None
         plain = None if secure or bridged else EmbeddedBroker(port=args.port, host=args.host,
                                                              broker_status=not args.no_broker_status)
-        broker = (secure or bridged or plain).start()
+        chosen = secure or bridged or plain
+        assert chosen is not None  # one of the three is always made
+        broker = chosen.start()
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -83,11 +83,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         stoppers.append(local.close)  # after the agents (stoppers run in reverse order)
     if args.agent == "echo":
         r = Responder("echo", echo_handler, org=args.org, unit=args.unit, card=echo_card(args.org, args.unit),
-                      broker=url, options=ResponderOptions(inline=True, task_events=True),
+                      broker=url, options=ResponderOptions(inline=True, task_events=True), pool=args.pool,
                       ubsp=local.ubsp(args.org, args.unit, "echo") if local else None)
         stoppers.append(r.stop)
         stopping = "echo (its card will say offline)"
         banner.append(f"echo serving on {r.request_topic} ({resolve(args.broker).url})")
+        if args.pool:
+            banner.append(f"echo serving pool {args.pool} ({r.pool_mode} dispatch: {r.pool_mode_why or 'the broker dispatches'})")
     elif args.agent == "ticket-desk":
         try:
             desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover,

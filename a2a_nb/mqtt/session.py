@@ -113,6 +113,38 @@ class Subscription:
     retain_handling: int = 0
 
 
+class Fanout:
+    """Several handlers of one subscription filter, each called with every message, in the order they
+    subscribed; one that raises does not keep the message from the others."""
+
+    def __init__(self, handlers: tuple[Handler, ...]):
+        self.handlers = handlers
+
+    def __call__(self, msg: MqttMessage) -> None:
+        for h in self.handlers:
+            try:
+                h(msg)
+            except Exception:  # one consumer's bug must not starve the others
+                log.exception("a handler failed for a message on %s", msg.topic)
+
+    @staticmethod
+    def join(present: Optional[Handler], new: Optional[Handler]) -> Optional[Handler]:
+        """The handler of a filter subscribed again: ``new`` beside the present one(s)."""
+        if present is None or new is None:
+            return new if new is not None else present
+        have = present.handlers if isinstance(present, Fanout) else (present,)
+        return present if new in have else Fanout(have + (new,))
+
+    @staticmethod
+    def without(present: Optional[Handler], gone: Handler) -> Optional[Handler]:
+        """The handler(s) left when ``gone`` stops; None when nothing would be left."""
+        have = present.handlers if isinstance(present, Fanout) else (present,) if present is not None else ()
+        left = tuple(h for h in have if h != gone)
+        if not left or len(left) == len(have):
+            return None if not left else present
+        return left[0] if len(left) == 1 else Fanout(left)
+
+
 _registry: "dict[str, Session]" = {}
 _registry_lock = threading.Lock()
 
@@ -595,14 +627,20 @@ class Session:
         **options,
     ) -> int:
         """Subscribe and return the granted QoS only after the SUBACK arrived (profile: subscribe
-        to the reply topic before publishing a request that names it)."""
+        to the reply topic before publishing a request that names it).
+
+        Two parts of one agent may subscribe to the same filter (a pool member's presence watch and its
+        ubsp-v1 key directory both read ``$a2a/v1/event/{org}/{unit}/+``): each handler then gets every
+        message (:class:`Fanout`), and retained messages come again for the newcomer (the broker resends
+        them on the renewed subscription: the handlers must take a repeat)."""
         sub = filter_ if isinstance(filter_, Subscription) else Subscription(filter_, qos, **options)
         self._ensure_open()
         refusal = self.capabilities.refuse_subscription(sub.filter)
         if refusal:
             raise SessionError(f"{self.client_id}: not subscribed to {sub.filter}: {refusal}")
         with self._cond:
-            self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter] + [(sub, handler)]
+            present = next((h for s, h in self._subs if s.filter == sub.filter), None)
+            self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter] + [(sub, Fanout.join(present, handler))]
             self._route_cache = {}
         rc, mid = self._client.subscribe(sub.filter, options=_options(sub))
         if rc != mqtt.MQTT_ERR_SUCCESS:
@@ -620,8 +658,16 @@ class Session:
                                f"(reason code {codes[0]})", codes[0])
         return codes[0]
 
-    def unsubscribe(self, filter_: str, timeout: float = 5.0) -> None:
+    def unsubscribe(self, filter_: str, timeout: float = 5.0, handler: Optional[Handler] = None) -> None:
+        """Stop ``handler``'s share of ``filter_`` (others subscribed to it keep it), or, without a
+        handler or when it was the last one, the whole subscription (UNSUBSCRIBE, waiting for the UNSUBACK)."""
         with self._cond:
+            present = next((h for s, h in self._subs if s.filter == filter_), None)
+            rest = Fanout.without(present, handler) if handler is not None else None
+            if rest is not None:
+                self._subs = [(s, rest if s.filter == filter_ else h) for s, h in self._subs]
+                self._route_cache = {}
+                return
             self._subs = [(s, h) for s, h in self._subs if s.filter != filter_]
             self._route_cache = {}
         if self._closed:

@@ -68,7 +68,7 @@ def task_events_announced(run: ProbeRun) -> Outcome:
                 break
             time.sleep(0.02)
     finally:
-        run.client.session.unsubscribe(watched)
+        run.client.session.unsubscribe(watched, handler=collect)  # the probe's key directory may read it too
     sent = f"subscribe {watched}; SendMessage"
     with lock:
         mine = [m for m in seen if m.user_property(properties.TASK_ID) == s.task_id]

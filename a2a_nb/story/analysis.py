@@ -84,3 +84,18 @@ def summary_text(report: dict) -> str:
     return (f"Root cause ({report['confidence']:.0%} confidence): {report['rootCause']} "
             f"{len(report['affectedOrders'])} of {report['evidence']['ordersScanned']} orders are affected, "
             f"including {', '.join(report['customerOrders']) or 'none'} of the reporting customer.")
+
+
+def orders_csv(report: dict) -> bytes:
+    """The report's affected orders as CSV (a header line, then one line per order): the raw artifact an
+    analyst adds for a requester that takes native binary chunks (lesson 03 exports the same file)."""
+    import csv
+    import io
+
+    rows = report["affectedOrders"]
+    out = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return out.getvalue().encode()

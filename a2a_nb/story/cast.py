@@ -60,6 +60,7 @@ def broker_for(broker: BrokerChoice, agent: str) -> Union[str, BrokerEndpoint, N
 
 
 REPORT_ID = "tck-4821-report"
+ORDERS_CSV_ID = "tck-4821-orders.csv"  # raw artifact for requesters that ask for binary chunks
 
 
 def desk_card(org: str = "acme", unit: str = "support") -> dict:
@@ -82,6 +83,12 @@ def echo_card(org: str = "acme", unit: str = "support", agent: str = "echo") -> 
 
 
 def echo_handler(ctx: TaskContext) -> None:
+    """Answers with a Message; a requester that asked for native binary artifacts gets the echo as a
+    ``text/plain`` binary artifact instead (Profile: Optional MQTT Native Binary Artifact Mode)."""
+    if ctx.binary_requested:
+        ctx.chunk("echo", f"echo: {ctx.text}".encode(), content_type="text/plain; charset=utf-8", last=True)
+        ctx.complete("echo sent as a binary artifact")
+        return
     ctx.respond(f"echo: {ctx.text}")
 
 
@@ -125,6 +132,8 @@ class Analyst:
             ctx.artifact(REPORT_ID, [part], name=f"Root-cause report {ticket_id}", append=i > 0,
                          last_chunk=i == len(pieces) - 1)
             ctx.wait(self.pace)
+        if ctx.binary_requested:  # the requester takes raw artifacts: the affected orders as a CSV file too
+            ctx.chunk(ORDERS_CSV_ID, analysis.orders_csv(report), content_type="text/csv", last=True)
         ctx.complete(f"{ticket_id}: {analysis.summary_text(report)} Recommended first: "
                      f"{report['recommendedActions'][0].lower()}.")
         return None

@@ -366,3 +366,27 @@ def test_threads_publishing_at_once_while_messages_arrive_lose_and_mix_nothing(b
         seen[int(k)].append(int(i))
     assert all(seen[k] == list(range(300)) for k in range(4))
     assert sorted(int(wait_for(flood_in)) for _ in range(200)) == list(range(200))
+
+
+def test_two_handlers_of_one_filter_both_get_every_message_and_one_can_leave(broker_url):
+    """A pool member's presence watch and its ubsp-v1 key directory read the same event filter on one
+    session: before, the second subscribe silently took the first one's messages (issue [16]: a pooled
+    desk could not seal replies)."""
+    import uuid
+
+    from a2a_nb.mqtt.session import Session
+    from a2a_nb.protocol.packet import MqttMessage
+    from tests.waiting import wait_until
+
+    unit = f"fan-{uuid.uuid4().hex[:6]}"
+    s = Session("acme", unit, "two-readers", broker=broker_url)
+    first, second = [], []
+    filter_ = f"$a2a/v1/event/acme/{unit}/+"
+    s.subscribe(filter_, handler=first.append)
+    s.subscribe(filter_, handler=second.append)
+    pub = Session("acme", unit, "writer", broker=broker_url)
+    pub.publish(MqttMessage(f"$a2a/v1/event/acme/{unit}/writer", b"1"))
+    assert wait_until(lambda: first and second, 3) and first[0].payload == second[0].payload == b"1"
+    s.unsubscribe(filter_, handler=second.append)
+    pub.publish(MqttMessage(f"$a2a/v1/event/acme/{unit}/writer", b"2"))
+    assert wait_until(lambda: len(first) == 2, 3) and len(second) == 1, "the other reader keeps the subscription"
