@@ -85,6 +85,9 @@ def _certificates(folder: Path) -> dict[str, Path]:
     folder.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".tls-", dir=folder.parent))
     make_certificates(fresh, hosts=("127.0.0.1", "localhost"), days=CA_DAYS)
+    if all(p.exists() for p in paths.values()) and not _near_end(paths["cert"]):
+        shutil.rmtree(fresh, ignore_errors=True)  # another process made them meanwhile: never replace a good set
+        return paths                               # (its key server already serves with that CA's certificate)
     old: Optional[Path] = None
     if folder.exists():
         old = folder.with_name(f".tls-old-{os.getpid()}")

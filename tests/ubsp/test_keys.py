@@ -85,3 +85,28 @@ def test_a_recorded_payload_is_read_again_without_replay_or_age_checks_but_with_
         reader.open(sealed, "coordinator", opener(pair), now=time.time())
     with pytest.raises(SealError, match="not by mallory"):
         reader.open(sealed, "mallory", opener(pair), now=later, recorded=True)
+
+
+def test_processes_opening_a_fresh_key_home_at_once_all_serve_keys_its_ca_trusts(tmp_path):
+    """Two `serve` processes started together used to make two CAs: the second replaced the first's
+    files, and the first's key server then served a certificate nobody trusted (ubsp-v1 failed)."""
+    import threading
+
+    from a2a_nb.ubsp.local_keys import LocalKeys
+    from a2a_nb.ubsp.trust import KeyTrust, fetch_jwks
+
+    homes: list = []
+    threads = [threading.Thread(target=lambda: homes.append(LocalKeys(tmp_path))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert len(homes) == 4
+        for i, home in enumerate(homes):
+            ubsp = home.ubsp("acme", "u", f"agent-{i}")
+            on_disk = KeyTrust(allowed_hosts=("127.0.0.1",), ca_file=str(tmp_path / "tls" / "ca.crt"))
+            assert fetch_jwks(ubsp.metadata["jwksUri"], on_disk)["keys"], f"process {i}'s key server"
+    finally:
+        for home in homes:
+            home.close()
