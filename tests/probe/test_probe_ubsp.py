@@ -141,7 +141,7 @@ def status_broker():
 
 def test_the_report_lists_the_six_extended_capabilities(status_broker, local):
     """``serve echo`` (inline, task events on, keys from the key home) on the kit's broker (with the
-    a2a_status plugin): four of six pass; echo has no artifacts and no pool, so those two are not offered."""
+    a2a_status plugin): five of six pass; echo serves no pool here, so pools are not offered."""
     u = unit()
     echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=status_broker,
                      options=ResponderOptions(inline=True, task_events=True), ubsp=local.ubsp("acme", u, "echo"))
@@ -152,7 +152,7 @@ def test_the_report_lists_the_six_extended_capabilities(status_broker, local):
     status = "pass" if plugin_path() is not None else "not offered"
     assert report.capabilities == {
         "trusted JKU policy": "pass", "broker-managed status": status,
-        "extended observability": "pass", "native binary artifact mode": "not offered",
+        "extended observability": "pass", "native binary artifact mode": "pass",
         "shared-subscription dispatch": "not offered", "untrusted-broker security profile (ubsp-v1)": "pass"}
     assert "Extended capabilities: trusted JKU policy: pass;" in report.text()
     assert report.as_dict()["capabilities"]["untrusted-broker security profile (ubsp-v1)"] == "pass"
@@ -161,9 +161,9 @@ def test_the_report_lists_the_six_extended_capabilities(status_broker, local):
     assert not [r for r in report.rows if r.check.startswith("lint:")], report.text()
 
 
-def test_the_ticket_desk_serving_a_pool_passes_five_of_six(status_broker):
-    """``serve ticket-desk --pool analysts`` (task events on) probed with ``--pool analysts``: broker-managed
-    status, task events and pools pass; its report is JSON data parts, so binary mode is not offered."""
+def test_the_ticket_desk_serving_a_pool_passes_the_four_that_need_no_keys(status_broker):
+    """``serve ticket-desk --pool analysts`` (task events on, no ubsp keys here) probed with ``--pool
+    analysts``: broker-managed status, task events, binary chunks (the orders CSV) and pools pass."""
     u = unit()
     desk = TicketDesk(unit=u, broker=status_broker, pace=0.0, pool="analysts", task_events=True)
     try:
@@ -173,7 +173,7 @@ def test_the_ticket_desk_serving_a_pool_passes_five_of_six(status_broker):
     caps = report.capabilities
     assert caps["extended observability"] == "pass" and caps["shared-subscription dispatch"] == "pass"
     assert caps["broker-managed status"] == ("pass" if plugin_path() is not None else "not offered")
-    assert caps["native binary artifact mode"] == "not offered" and report.core_conformant
+    assert caps["native binary artifact mode"] == "pass" and report.core_conformant
     events = next(r for r in report.rows if r.check == "task-events")
     assert "working → input-required" in events.received, events.received
 
