@@ -20,6 +20,7 @@ from typing import Protocol
 from a2a_nb.mqtt.bridged import BridgedPair
 
 from . import raw_floor
+from .kit_echo import KitEcho
 
 
 class RoundTrip(Protocol):
@@ -27,8 +28,6 @@ class RoundTrip(Protocol):
 
 
 def bench_bridged(n: int = 100, batch: int = 25, warmup: int = 10, spaced_n: int = 20, spaced_s: float = 0.06) -> dict:
-    from .run import KitEcho  # run.py imports this module
-
     with BridgedPair() as pair, ExitStack() as stack:
         a, b = pair.a, pair.b
         pairs: dict[str, RoundTrip] = {

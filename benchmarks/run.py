@@ -17,42 +17,20 @@ from contextlib import closing
 from typing import Callable, Optional
 
 from a2a_nb.agents.requester import Requester
-from a2a_nb.agents.responder import Responder, ResponderOptions
+from a2a_nb.agents.responder import Responder
 from a2a_nb.mqtt.broker import resolve
-from a2a_nb.protocol.retry import RetryProfile
 
 from . import bridge as bridge_bench
 from . import bridged as bridged_bench
+from .kit_echo import BENCH_RETRY, KitEcho
 from . import probe as probe_bench
 from . import raw_floor
 from . import traffic as traffic_bench
 from . import ubsp as ubsp_bench
 from .load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
 
-BENCH_RETRY = RetryProfile(reply_first_timeout_s=5, stream_idle_timeout_s=10)
 SEND_TARGET = 1.5  # kit SendMessage round trip at most this many times the raw request/reply floor
 STREAM_TARGET = 0.6  # kit stream events/s at least this fraction of the raw publish loop
-
-
-class KitEcho:
-    """The kit's SendMessage round trip: a Requester and an echo agent run as ``serve echo`` runs it
-    (handler on the network thread). ``round_trip()`` times one ``send``."""
-
-    def __init__(self, url: str, requester_url: Optional[str] = None, unit: str = "kit"):
-        """The echo agent on ``url``, the requester there too or on ``requester_url`` (a broker
-        bridged to ``url``); ``unit`` keeps two such pairs apart."""
-        self.echo = Responder("bench-echo", lambda ctx: ctx.respond(ctx.text), org="bench", unit=unit, broker=url,
-                              options=ResponderOptions(inline=True))
-        self.req = Requester("bench-req", org="bench", unit=unit, broker=requester_url or url, retry=BENCH_RETRY)
-
-    def round_trip(self) -> float:
-        t = time.perf_counter()
-        self.req.send("bench-echo", "ping")
-        return time.perf_counter() - t
-
-    def close(self) -> None:
-        self.req.close()
-        self.echo.stop()
 
 
 def paired_round_trips(ep, url: str, n: int = 1000, batch: int = 50, warmup: int = 50) -> tuple[dict, dict]:
