@@ -28,6 +28,7 @@ class Cards:
     def __init__(self, url: str, unit: str):
         self.url, self.unit = url, unit
         self.seen: list[tuple] = []
+        self.messages: list[MqttMessage] = []
         self._lock = threading.Lock()
         self.session = Session(ORG, unit, f"watcher-{uuid.uuid4().hex[:6]}", broker=url)
         self.session.subscribe(topics.discovery_filter(ORG, unit), handler=self._on)
@@ -36,6 +37,7 @@ class Cards:
         with self._lock:
             self.seen.append((m.topic.rsplit("/", 1)[1], m.user_property(properties.STATUS),
                               m.user_property(properties.STATUS_SOURCE), len(m.payload)))
+            self.messages.append(m)
 
     def of(self, agent: str) -> list[tuple]:
         with self._lock:
@@ -67,6 +69,9 @@ def test_the_broker_marks_a_connected_agents_card_online_and_a_killed_one_offlin
     echo = Responder("echo", echo_handler, unit=unit, card=echo_card(ORG, unit), broker=broker_url)
     assert wait_until(lambda: ("online", "broker") in [c[:2] for c in cards.of("echo")], 3), cards.of("echo")
     assert cards.retained("echo") == ("online", "broker")
+    marked = [m for m in cards.messages if m.user_property(properties.STATUS_SOURCE) == "broker"][0]
+    assert marked.content_type == "application/json" and marked.json()["name"], "the rest of the card as it came"
+    assert [k for k, _ in marked.user_properties].count(properties.STATUS) == 1
     echo.session.kill_socket()  # no DISCONNECT: the broker sends the will (offline, lwt), then the plugin speaks
     assert wait_until(lambda: [c[:2] for c in cards.of("echo")][-1:] == [("offline", "broker")], 5), cards.of("echo")
     assert ("offline", "lwt") in [c[:2] for c in cards.of("echo")]
