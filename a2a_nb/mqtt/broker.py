@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from .failover import split_urls
+
 ENV_URL = "A2A_BROKER_URL"
 ENV_CA = "A2A_BROKER_CA"
 ENV_CREDENTIALS = "A2A_BROKER_CREDENTIALS"
@@ -66,8 +68,6 @@ class BrokerEndpoint:
     def from_url(cls, url: str) -> "BrokerEndpoint":
         """One broker URL, or a comma-separated list of them (the first, with the rest as ``alternates``;
         all ``mqtt://`` or all ``mqtts://``: a session keeps one TLS setting)."""
-        from .failover import split_urls
-
         first, *rest = split_urls(url) or [url]
         endpoint = cls._from_one_url(first)
         if not rest:

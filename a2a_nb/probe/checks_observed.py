@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Optional
 
 from ..protocol import properties, states, task_events, topics
 from ..protocol.safe_text import quoted
 from ..protocol.sdk_schema import validate_payload
-from .client import json_of
+from ..protocol.streams import event_state
+from .client import bounded, json_of
 from .rules import EXTENDED, SHOULD, Outcome, check, failed, not_applicable, passed
 from .probe_run import ProbeRun
 
@@ -51,8 +53,8 @@ def task_events_announced(run: ProbeRun) -> Outcome:
         if task_events.is_task_event(msg):
             with lock:
                 if len(seen) < MAX_EVENTS:
-                    seen.append(msg)
-                    run.client.keep(msg)
+                    seen.append(bounded(msg))
+                    run.client.keep(seen[-1])
 
     run.client.session.subscribe(watched, handler=collect)
     try:
@@ -63,8 +65,8 @@ def task_events_announced(run: ProbeRun) -> Outcome:
         while time.monotonic() < deadline:  # QoS 0 events may trail the reply
             with lock:
                 mine = [m for m in seen if m.user_property(properties.TASK_ID) == s.task_id]
-            last = (json_of(mine[-1]) or {}).get("status", {}).get("state") if mine else None
-            if isinstance(last, str) and not states.is_active(last):
+            last = _state(mine[-1]) if mine else None
+            if last is not None and not states.is_active(last):
                 break
             time.sleep(0.02)
     finally:
@@ -84,7 +86,13 @@ def task_events_announced(run: ProbeRun) -> Outcome:
         elif body.get("contextId") != m.user_property(properties.CONTEXT_ID):
             problems.append("a2a-context-id differs from the payload's contextId")
     got = (f"{len(mine)} event(s) on {mine[0].topic}: "
-           + " → ".join(states.short_name(str((json_of(m) or {}).get("status", {}).get("state"))) for m in mine[:8]))
+           + " → ".join(states.short_name(str(_state(m))) for m in mine[:8]))
     if problems:
         return failed(sent, got, problems[0])
     return passed(sent, got)
+
+
+def _state(msg) -> Optional[str]:
+    """The state a task event names (a ``TaskStatusUpdateEvent``), or None for anything else."""
+    body = json_of(msg)
+    return event_state({"statusUpdate": body}) if isinstance(body, dict) else None

@@ -81,6 +81,12 @@ def size_of(msg: MqttMessage) -> int:
             + len(msg.content_type or "") + props)
 
 
+def bounded(msg: MqttMessage) -> MqttMessage:
+    """``msg`` as the probe keeps it: whole up to ``MAX_REPLY_BYTES``, else its head (a :class:`Cut`)."""
+    size = size_of(msg)
+    return cut(msg, size) if size > MAX_REPLY_BYTES else msg
+
+
 def cut(msg: MqttMessage, size: int) -> Cut:
     """``msg`` kept as its head: the first ``HEAD_BYTES`` of the payload, the first 16 user properties."""
     return Cut(msg.topic, msg.payload[:HEAD_BYTES], msg.qos, msg.retain, msg.response_topic, msg.correlation_data,
@@ -289,7 +295,7 @@ class ProbeClient:
     def _on_message(self, msg: MqttMessage) -> None:
         """Keep a reply within the bounds (see the module's docstring) and hand it to its exchange."""
         size = size_of(msg)
-        kept: MqttMessage = cut(msg, size) if size > MAX_REPLY_BYTES else msg
+        kept = bounded(msg)
         with self._lock:
             listener = self._waiting.get(msg.topic)
             if listener is not None:

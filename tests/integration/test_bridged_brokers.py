@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +40,7 @@ from a2a_nb.protocol.routing import Address
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 from tests.integration._roles_support import HAND_BUILT, ORG, Traffic, hand_key, uid, wait_until
+from tests.integration.test_pools import CountingWork
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 PATIENT = RetryProfile(reply_first_timeout_s=5.0, stream_idle_timeout_s=5.0, max_attempts=3, backoff_s=(0.1, 0.2))
@@ -199,33 +199,25 @@ def test_the_ticket_story_streams_across_the_bridge_with_input_required_and_a_ha
 
 
 # -- a pool with members on both brokers ---------------------------------------------------------------------
-class CountingWork:
-    """The members' handler: which member executed which task."""
-
-    def __init__(self):
-        self.runs: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, ctx):
-        with self._lock:
-            self.runs.append((ctx.agent, ctx.task_id))
-        return f"{ctx.agent} did {ctx.text}"
+def pool_on_both(bridged_pair, unit: str, pool: str, work) -> tuple[list, frozenset]:
+    """Two members on A and two on B; returned once every member sees all four live (across the bridge too)."""
+    members = [Responder(f"member-{side}{i}", work, unit=unit, pool=pool, broker=url)
+               for side, url in zip("ab", bridged_pair.urls) for i in (1, 2)]
+    names = frozenset(m.agent for m in members)
+    assert wait_until(lambda: all(m.live_members == names for m in members), timeout=5), \
+        [sorted(m.live_members) for m in members]
+    return members, names
 
 
 def test_a_pool_with_members_on_both_brokers_answers_every_request_once(bridged_pair):
     """Two members on A, two on B, requests from B: each of 40 is executed by exactly one member, the one
     its reply names, and none is lost. Mosquitto 2.0.11 has no ``$share`` on ``$`` topics, so the members
     claim (slot dispatch); a ``$share`` group would be per broker anyway, each dispatching a copy."""
-    a_url, b_url = bridged_pair.urls
+    _, b_url = bridged_pair.urls
     unit, pool = uid("br"), uid("analysts")
     work = CountingWork()
-    members = [Responder(f"member-{side}{i}", work, unit=unit, pool=pool, broker=url)
-               for side, url in (("a", a_url), ("b", b_url)) for i in (1, 2)]
-    names = frozenset(m.agent for m in members)
+    members, names = pool_on_both(bridged_pair, unit, pool, work)
     assert {m.pool_mode for m in members} == {"slot"}
-    # each member learns the others' presence, across the bridge too
-    assert wait_until(lambda: all(m.live_members == names for m in members), timeout=5), \
-        [sorted(m.live_members) for m in members]
     req = Requester(uid("coord"), unit=unit, broker=b_url, retry=PATIENT)
 
     n = 40
@@ -267,10 +259,7 @@ def test_a_pool_across_the_bridge_loses_nothing_when_one_broker_crashes_and_come
     a_url, b_url = bridged_pair.urls
     unit, pool = uid("br"), uid("analysts")
     work = CountingWork()
-    members = [Responder(f"member-{side}{i}", work, unit=unit, pool=pool, broker=url)
-               for side, url in (("a", a_url), ("b", b_url)) for i in (1, 2)]
-    names = frozenset(m.agent for m in members)
-    assert wait_until(lambda: all(m.live_members == names for m in members), timeout=5)
+    members, names = pool_on_both(bridged_pair, unit, pool, work)
     req = Requester(uid("coord"), unit=unit, broker=a_url, retry=PATIENT)
 
     def send_all(n: int) -> list:

@@ -86,6 +86,16 @@ def _props(corr: Optional[bytes], **extra: Any) -> Properties:
     return p
 
 
+def take_requests(c: mqtt.Client, endpoint: BrokerEndpoint, request_topic: str) -> None:
+    """Connect a bare paho agent, start its loop and wait until it is subscribed to its request topic."""
+    ready = threading.Event()
+    c.on_subscribe = lambda *a: ready.set()
+    c.connect(endpoint.host, endpoint.port)
+    c.loop_start()
+    c.subscribe(request_topic, qos=1)
+    assert ready.wait(5), "no SUBACK"
+
+
 class HostileAgent:
     """``behaviour`` is one of ``BEHAVIOURS`` (None: a plain agent that only holds a card).
     ``card_payload``: the retained card's bytes (default a valid card, with control characters in
@@ -104,12 +114,7 @@ class HostileAgent:
         self._stop = threading.Event()
         self.c = paho_client(replace(endpoint, inflight=0), f"{ORG}/{unit}/{agent}")
         self.c.on_message = lambda c, u, m: self.requests.put(m)
-        ready = threading.Event()
-        self.c.on_subscribe = lambda *a: ready.set()
-        self.c.connect(endpoint.host, endpoint.port)
-        self.c.loop_start()
-        self.c.subscribe(f"$a2a/v1/request/{ORG}/{unit}/{agent}", qos=1)
-        assert ready.wait(5), "no SUBACK"
+        take_requests(self.c, endpoint, f"$a2a/v1/request/{ORG}/{unit}/{agent}")
         if card_payload is None:
             name = "Hostile" + (CONTROL if behaviour == "control" else "")
             card_payload = json.dumps(card(unit, agent, name)).encode()

@@ -31,6 +31,7 @@ from paho.mqtt.properties import Properties
 from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.session import paho_client
 from a2a_nb.story.cast import echo_card
+from tests.probe.hostile_agent import take_requests
 
 ORG = "acme"
 
@@ -71,12 +72,7 @@ class SdkAgent:
         offline.UserProperty = [("a2a-status", "offline"), ("a2a-status-source", "lwt")]
         self.c.will_set(self.card_topic, json.dumps(card).encode(), qos=1, retain=True, properties=offline)
         self.c.on_message = lambda client, userdata, m: asyncio.run_coroutine_threadsafe(self._serve(m), self.loop)
-        ready = threading.Event()
-        self.c.on_subscribe = lambda *a: ready.set()
-        self.c.connect(endpoint.host, endpoint.port)
-        self.c.loop_start()
-        self.c.subscribe(f"$a2a/v1/request/{ORG}/{unit}/{agent}", qos=1)
-        assert ready.wait(5), "no SUBACK"
+        take_requests(self.c, endpoint, f"$a2a/v1/request/{ORG}/{unit}/{agent}")
         self._card(card, "online")
 
     def _card(self, card: dict, status: str) -> None:

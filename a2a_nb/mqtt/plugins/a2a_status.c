@@ -123,12 +123,16 @@ static mosquitto_property *without_status(const mosquitto_property *props, bool 
 	return out;
 }
 
-/* `props` (a copy, or NULL) with a2a-status=`status` and a2a-status-source=broker added. */
-static int with_status(mosquitto_property **props, const char *status)
+/* A copy of `props` with the broker's word: a2a-status=`status`, a2a-status-source=broker (any status
+ * the agent set removed). NULL when memory ran out. */
+static mosquitto_property *with_status(const mosquitto_property *props, const char *status)
 {
-	int rc = mosquitto_property_add_string_pair(props, MQTT_PROP_USER_PROPERTY, STATUS, status);
-	if (rc == MOSQ_ERR_SUCCESS) rc = mosquitto_property_add_string_pair(props, MQTT_PROP_USER_PROPERTY, STATUS_SOURCE, "broker");
-	return rc;
+	bool failed = false;
+	mosquitto_property *out = without_status(props, &failed);
+	int rc = failed ? MOSQ_ERR_NOMEM : mosquitto_property_add_string_pair(&out, MQTT_PROP_USER_PROPERTY, STATUS, status);
+	if (rc == MOSQ_ERR_SUCCESS) rc = mosquitto_property_add_string_pair(&out, MQTT_PROP_USER_PROPERTY, STATUS_SOURCE, "broker");
+	if (rc != MOSQ_ERR_SUCCESS) mosquitto_property_free_all(&out);
+	return out;
 }
 
 /* The card topic of this client, or false. */
@@ -191,12 +195,8 @@ static int on_message(int event, void *event_data, void *userdata)
 		remember(client_id, ed, ed->properties);
 		return MOSQ_ERR_SUCCESS;
 	}
-	bool failed = false;
-	mosquitto_property *online = without_status(ed->properties, &failed);
-	if (failed || with_status(&online, "online") != MOSQ_ERR_SUCCESS) {
-		mosquitto_property_free_all(&online);
-		return MOSQ_ERR_SUCCESS; /* out of memory: forwarded as it came */
-	}
+	mosquitto_property *online = with_status(ed->properties, "online");
+	if (online == NULL) return MOSQ_ERR_SUCCESS; /* out of memory: forwarded as it came */
 	remember(client_id, ed, online);
 	mosquitto_property_free_all(&ed->properties);
 	ed->properties = online;
@@ -211,15 +211,10 @@ static int on_disconnect(int event, void *event_data, void *userdata)
 	const char *client_id = mosquitto_client_id(ed->client);
 	struct card *c = client_id ? find(client_id) : NULL;
 	if (c == NULL) return MOSQ_ERR_SUCCESS;
-	bool failed = false;
-	mosquitto_property *offline = without_status(c->properties, &failed);
-	if (!failed && with_status(&offline, "offline") == MOSQ_ERR_SUCCESS) {
-		if (mosquitto_broker_publish_copy(NULL, c->topic, (int)c->payloadlen, c->payload, c->qos, true, offline)
-				!= MOSQ_ERR_SUCCESS) {
-			mosquitto_property_free_all(&offline); /* owned by the broker only on success */
-		}
-	} else {
-		mosquitto_property_free_all(&offline);
+	mosquitto_property *offline = with_status(c->properties, "offline");
+	if (offline != NULL && mosquitto_broker_publish_copy(NULL, c->topic, (int)c->payloadlen, c->payload, c->qos,
+				true, offline) != MOSQ_ERR_SUCCESS) {
+		mosquitto_property_free_all(&offline); /* owned by the broker only on success */
 	}
 	forget(c);
 	return MOSQ_ERR_SUCCESS;
