@@ -80,13 +80,13 @@ def task_events_announced(run: ProbeRun) -> Outcome:
     problems = []
     for m in mine:
         body = json_of(m)
-        bad = validate_payload("TaskStatusUpdateEvent", body) if isinstance(body, dict) else "not JSON"
+        bad = validate_payload("TaskStatusUpdateEvent", body) if isinstance(body, dict) else "not a JSON object"
         if bad:
             problems.append(f"not a TaskStatusUpdateEvent: {bad}")
         elif body.get("contextId") != m.user_property(properties.CONTEXT_ID):
             problems.append("a2a-context-id differs from the payload's contextId")
     got = (f"{len(mine)} event(s) on {mine[0].topic}: "
-           + " → ".join(states.short_name(str(_state(m))) for m in mine[:8]))
+           + " → ".join(_shown(_state(m)) for m in mine[:8]))
     if problems:
         return failed(sent, got, problems[0])
     return passed(sent, got)
@@ -96,3 +96,8 @@ def _state(msg) -> Optional[str]:
     """The state a task event names (a ``TaskStatusUpdateEvent``), or None for anything else."""
     body = json_of(msg)
     return event_state({"statusUpdate": body}) if isinstance(body, dict) else None
+
+
+def _shown(state: Optional[str]) -> str:
+    """A state as the report shows it: the short name of a known one, else quoted as it came."""
+    return states.short_name(state) if state is not None and states.is_state(state) else quoted(state)

@@ -59,6 +59,10 @@ stripped. The ``properties`` agent sends one with its ListTasks answer."""
 
 WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
 BEHAVIOURS = ("endless", "huge", "flood", "control", "properties")
+EVENTS = "events"
+"""Not among ``BEHAVIOURS`` (its answers are otherwise plain): after each SendMessage, task events for
+the task on its event topic that no one should trust: a JSON list, 2 MB of bytes, a state with control
+characters, and ``FLOOD`` more (the probe's ``task-events`` check keeps 100)."""
 
 
 def card(unit: str, agent: str, name: str = "Hostile") -> dict:
@@ -103,7 +107,7 @@ class HostileAgent:
 
     def __init__(self, broker_url: str, unit: str, behaviour: Optional[str], agent: str = "hostile",
                  card_payload: Optional[bytes] = None):
-        assert behaviour in BEHAVIOURS + (None,), behaviour
+        assert behaviour in BEHAVIOURS + (EVENTS, None), behaviour
         self.unit, self.agent, self.behaviour = unit, agent, behaviour
         endpoint = BrokerEndpoint.from_url(broker_url)
         self.card_topic = f"$a2a/v1/discovery/{ORG}/{unit}/{agent}"
@@ -199,6 +203,8 @@ class HostileAgent:
                 return
             self._reply(topic, corr, self._result(rid, {"statusUpdate": self._status(task, ctx, COMPLETED, "done")}))
         elif method == "SendMessage":
+            if self.behaviour == EVENTS:
+                self._hostile_events(task, ctx)
             done = {"id": task, "contextId": ctx, "status": self._status(task, ctx, COMPLETED, "done")["status"]}
             if self.behaviour == "control":
                 done["note" + CONTROL] = CONTROL  # a field A2A does not know: the schema check names it
@@ -209,6 +215,13 @@ class HostileAgent:
                                                  {"a2a_error": self._text("task_not_found")}))
         else:
             self._reply(topic, corr, self._error(rid, -32601, self._text(f"method {method} not found")))
+
+    def _hostile_events(self, task: str, ctx: str) -> None:
+        topic = f"$a2a/v1/event/{ORG}/{self.unit}/{self.agent}"
+        tied = [("a2a-event-type", "task-status-update"), ("a2a-task-id", task), ("a2a-context-id", ctx)]
+        odd = {"taskId": task, "contextId": ctx, "status": {"state": "TASK_STATE_COMPLETED" + CONTROL}}
+        for payload in [["not", "an", "event"], b"x" * 2_000_000, odd] + [odd] * FLOOD:
+            self._pub(topic, payload, None, UserProperty=tied)
 
     def _reply(self, topic: str, corr: Optional[bytes], payload: dict) -> None:
         if self.behaviour != "properties":
@@ -234,4 +247,4 @@ class HostileAgent:
         self.c.loop_stop()
 
 
-__all__ = ["BEHAVIOURS", "BOM", "CONTROL", "SNEAKY", "FLOOD", "HUGE_BYTES", "HostileAgent", "card", "nested"]
+__all__ = ["BEHAVIOURS", "EVENTS", "BOM", "CONTROL", "SNEAKY", "FLOOD", "HUGE_BYTES", "HostileAgent", "card", "nested"]

@@ -28,7 +28,7 @@ from a2a_nb.mqtt.broker import ENV_URL
 from a2a_nb.probe import probe, run_probe
 from a2a_nb.probe.rules import FAIL, SKIPPED
 from tests.probe import hostile_agent
-from tests.probe.hostile_agent import BEHAVIOURS, HostileAgent, nested
+from tests.probe.hostile_agent import BEHAVIOURS, EVENTS, HostileAgent, nested
 
 TIMEOUT = 0.3
 """The probe's --timeout in these tests: an exchange lasts 3 s at most, the whole probe 18 s."""
@@ -194,3 +194,19 @@ def test_safe_text_shows_every_invisible_character_and_cuts_long_text():
     assert quoted("y" * 100, 20) == "'" + "y" * 18 + "…"
     assert quoted(json.loads("[" * 900 + "]" * 900), 10).endswith("…")
     assert not any(ch in safe_text("".join(RAW)) for ch in RAW)
+
+
+def test_hostile_task_events_are_bounded_escaped_and_end_in_a_verdict(smaller_flood, broker_url):
+    """The ``task-events`` check (extended observability) against events that are a JSON list, 2 MB of
+    bytes, a state with control characters, and a flood: a ``fail`` naming the first problem, at most 100
+    events kept, each within the reply bound, everything shown escaped."""
+    agent = HostileAgent(broker_url, f"hostile-events-{os.getpid()}", EVENTS)
+    try:
+        report = run_probe("hostile", unit=agent.unit, broker=broker_url, level="extended", timeout=TIMEOUT)
+    finally:
+        agent.stop()
+    row = next(r for r in report.rows if r.check == "task-events")
+    assert row.verdict == FAIL and "not a TaskStatusUpdateEvent" in row.remark, row
+    assert "\\x1b" in row.received and "\x1b" not in row.received, row.received
+    events = [rec for rec in report.traffic if rec["topic"].endswith("/event/acme/" + agent.unit + "/hostile")]
+    assert 0 < len(events) <= 100 and all(len(json.dumps(rec)) < 2_000_000 for rec in events)
