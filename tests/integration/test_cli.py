@@ -118,6 +118,9 @@ def test_bench_json_reports_ratios(env):
     assert set(res["targets_met"]) >= {"send_ratio", "send_under_2ms", "stream_ratio", "recorder_lost_0"}
     assert res["recorder"]["lost"] == 0
     assert res["load"]["tasks"] == 20 and res["load"]["lost_tasks"] == 0 and res["load"]["cross_talk"] == 0
+    assert res["raw_load"]["tasks"] == 20 and res["raw_load"]["lost"] == 0  # the same shape in bare paho
+    assert res["load_shape_ratio"] == res["load"]["events_per_s"] / res["raw_load"]["per_s"]
+    assert res["targets_met"]["load_ratio"] == (res["load_ratio"] >= 0.5)
 
 
 def test_send_continues_an_interrupted_task_with_task(served, env):
