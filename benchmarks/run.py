@@ -12,6 +12,7 @@ Bridged brokers: the same round trip on one broker and across a Mosquitto bridge
 """
 from __future__ import annotations
 
+import statistics
 import time
 from contextlib import closing
 from typing import Callable, Optional
@@ -62,13 +63,13 @@ def kit_stream_rate(url: str, n: int = 5000) -> dict:
     src = Responder("bench-stream", firehose, org="bench", unit="kit", broker=url)
     req = Requester("bench-sink", org="bench", unit="kit", broker=url, retry=BENCH_RETRY)
     try:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         count = sum(1 for _ in req.stream("bench-stream", "go"))
-        elapsed = time.perf_counter() - t
+        elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
     finally:
         req.close()
         src.stop()
-    return {"n": count, "seconds": elapsed, "per_s": count / elapsed}
+    return {"n": count, "seconds": elapsed, "per_s": count / elapsed, "cpu_us": raw_floor.cpu_us(cpu, count)}
 
 
 def _interleaved(rounds: int, raw, kit) -> tuple[list[dict], list[dict]]:
@@ -105,6 +106,11 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     results["stream_ratio"] = sratio
     say(f"raw paho publish loop      {results['raw_stream']['per_s']:,.0f} msg/s")
     say(f"kit stream events          {results['kit_stream']['per_s']:,.0f} events/s  ({sratio:.2f}× raw; target ≥ {STREAM_TARGET}×)")
+    cpu = results["stream_cpu_us"] = {"raw": statistics.median(r["cpu_us"] or 0.0 for r in raws),
+                                      "kit": statistics.median(k["cpu_us"] or 0.0 for k in kits)}
+    if cpu["kit"]:
+            say(f"  CPU of this process per event, medians: raw {cpu['raw']:.0f} µs, kit {cpu['kit']:.0f} µs "
+            f"({cpu['raw'] / cpu['kit']:.2f}× raw's rate if CPU alone decided it)")
     pc = results["paho_costs"] = raw_floor.paho_costs()  # what paho's public API costs every message, kit or raw
     say(f"paho Properties per message pack + read µs: stream item {pc['pack_item_us']:.1f} + {pc['read_item_us']:.1f}, "
         f"numbered item {pc['pack_numbered_item_us']:.1f} + {pc['read_numbered_item_us']:.1f}, request "

@@ -115,6 +115,7 @@ def test_bench_json_reports_ratios(env):
     assert res["kit_send"]["n"] == 50 and res["raw_request_reply"]["n"] == 50
     assert res["send_ratio"] > 0 and res["stream_ratio"] > 0
     assert res["kit_stream"]["n"] == 300
+    assert res["stream_cpu_us"]["raw"] > 0 and res["stream_cpu_us"]["kit"] > 0
     assert set(res["targets_met"]) >= {"send_ratio", "send_under_2ms", "stream_ratio", "recorder_lost_0"}
     assert res["recorder"]["lost"] == 0
     assert res["load"]["tasks"] == 20 and res["load"]["lost_tasks"] == 0 and res["load"]["cross_talk"] == 0
