@@ -7,6 +7,8 @@ ships nothing it cannot import).
   stream events per second), plus the recorder, ``load_traffic`` and the resource runs below;
 * ``raw_floor``: the bare paho-mqtt request/reply and publish loops the kit is compared with;
 * ``raw_load``: the load run's shape (200 concurrent streams, worker threads) in bare paho-mqtt;
+* ``apart`` / ``apart_roles``: one side of a run (the agents, the raw responders, the raw publisher) in a
+  process of its own;
 * ``load``: concurrent tasks through a desk and a pool, a burst against the bounded desk, memory of
   many echo round trips;
 * ``traffic``: the recorder at full stream speed and ``load_traffic`` throughput on synthetic records.

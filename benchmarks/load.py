@@ -37,6 +37,8 @@ from a2a_nb.mqtt.broker import BrokerEndpoint, resolve
 from a2a_nb.protocol import messages, states
 from a2a_nb.protocol.retry import RetryProfile
 
+from .apart import Apart
+
 LOAD_RETRY = RetryProfile(reply_first_timeout_s=30.0, stream_idle_timeout_s=30.0, max_attempts=2,
                           backoff_s=(0.5,))
 POOL = "load"
@@ -54,11 +56,13 @@ def _pct(samples: list[float]) -> dict:
             "mean": round(statistics.fmean(s) * 1000, 2)}
 
 
-class _Load:
-    def __init__(self, endpoint: BrokerEndpoint, tasks: int, events: int, pool_members: int, requesters: int,
-                 org: str, unit: str, timeout_s: float):
-        self.endpoint, self.tasks, self.events = endpoint, tasks, events
-        self.org, self.unit, self.timeout_s = org, unit, timeout_s
+class LoadAgents:
+    """The agents of the load run: a desk that hands every task over to the next of ``pool_members``
+    analysts, who also serve the pool; all share one task runtime. Each task streams ``events`` chunks
+    (each names its task and its index), then completes."""
+
+    def __init__(self, endpoint: BrokerEndpoint, events: int, pool_members: int, org: str, unit: str):
+        self.events = events
         self.runtime = TaskRuntime()
         self.members = [Responder(f"analyst-{i + 1}", self._work, org=org, unit=unit, runtime=self.runtime,
                                   pool=POOL, broker=endpoint, options=ResponderOptions(workers=8))
@@ -67,12 +71,7 @@ class _Load:
         self._next_lock = threading.Lock()
         self.desk = Responder("desk", self._desk, org=org, unit=unit, runtime=self.runtime, broker=endpoint,
                               options=ResponderOptions(workers=8))
-        self.requesters = [Requester(f"load-requester-{i + 1}", org=org, unit=unit, broker=endpoint,
-                                     retry=LOAD_RETRY) for i in range(requesters)]
-        self.results: list[dict] = []
-        self._lock = threading.Lock()
 
-    # -- agents ------------------------------------------------------------------------------------
     def _desk(self, ctx) -> None:
         with self._next_lock:
             member = self.members[self._next % len(self.members)]
@@ -85,6 +84,33 @@ class _Load:
         for i in range(n):
             ctx.artifact("load", [messages.text_part(f"{ctx.task_id}#{i}")], append=i > 0, last_chunk=i == n - 1)
         ctx.complete(f"{n} chunks")
+
+    def executions(self) -> int:
+        return sum(a.stats.executions for a in [self.desk, *self.members])
+
+    def pool_mode(self) -> Optional[str]:
+        return self.members[0].pool_mode if self.members else None
+
+    def stop(self) -> None:
+        for a in [self.desk, *self.members]:
+            a.stop()
+
+
+class _Load:
+    def __init__(self, endpoint: BrokerEndpoint, tasks: int, events: int, pool_members: int, requesters: int,
+                 org: str, unit: str, timeout_s: float, apart: bool = False):
+        self.endpoint, self.tasks, self.events, self.pool_members = endpoint, tasks, events, pool_members
+        self.org, self.unit, self.timeout_s = org, unit, timeout_s
+        self.agents: Optional[LoadAgents] = None
+        self.child: Optional[Apart] = None
+        if apart:
+            self.child = Apart("kit-agents", endpoint.url_with_secret, org, unit, str(events), str(pool_members))
+        else:
+            self.agents = LoadAgents(endpoint, events, pool_members, org, unit)
+        self.requesters = [Requester(f"load-requester-{i + 1}", org=org, unit=unit, broker=endpoint,
+                                     retry=LOAD_RETRY) for i in range(requesters)]
+        self.results: list[dict] = []
+        self._lock = threading.Lock()
 
     # -- one task (its own thread) -----------------------------------------------------------------
     def _one(self, k: int, start: threading.Barrier) -> None:
@@ -152,7 +178,8 @@ class _Load:
         return {
             "tasks": self.tasks,
             "events_per_task": self.events,
-            "pool_members": len(self.members),
+            "pool_members": self.pool_members,
+            "agents_apart": self.child is not None,
             "requesters": len(self.requesters),
             "completed": len(done),
             "lost_tasks": self.tasks - len(done),
@@ -167,22 +194,29 @@ class _Load:
             "first_event_ms": _pct([r["first"] for r in results if r["first"] is not None]),
             "via": dict(Counter(r["via"] for r in results)),
             "answered_by": dict(sorted(handled.items())),
-            "pool_mode": self.members[0].pool_mode if self.members else None,
-            "executions": sum(a.stats.executions for a in [self.desk, *self.members]),
         }
 
-    def close(self) -> None:
+    def finish(self, summary: dict) -> dict:
+        """Stop requesters and agents; add what the agents counted (a child prints it as it ends)."""
         for q in self.requesters:
             q.close()
-        for a in [self.desk, *self.members]:
-            a.stop()
+        if self.agents is not None:
+            summary["pool_mode"], summary["executions"] = self.agents.pool_mode(), self.agents.executions()
+            self.agents.stop()
+        if self.child is not None:
+            self.child.close()
+            counts = self.child.counts or {}
+            summary["pool_mode"], summary["executions"] = counts.get("pool_mode"), counts.get("executions")
+        return summary
+
 
 
 def run_load(url: Union[str, BrokerEndpoint, None] = None, tasks: int = 200, events: int = 20,
              pool_members: int = 4, *, requesters: int = 4, org: str = "load",
-             unit: Optional[str] = None, timeout_s: float = 120.0) -> dict:
+             unit: Optional[str] = None, timeout_s: float = 120.0, apart: bool = False) -> dict:
     """Run ``tasks`` concurrent streams of ``events`` chunks each through a desk and a pool of
-    ``pool_members`` analysts; return the measurements (see the module docstring).
+    ``pool_members`` analysts; return the measurements (see the module docstring). ``apart``: the
+    agents run in a process of their own (``benchmarks.apart``), as served agents do.
 
     ``unit`` defaults to a fresh one, so a run never meets another run's agents on a shared broker.
     """
@@ -190,11 +224,13 @@ def run_load(url: Union[str, BrokerEndpoint, None] = None, tasks: int = 200, eve
         raise ValueError("tasks, events, pool_members and requesters must all be >= 1")
     endpoint = url if isinstance(url, BrokerEndpoint) else resolve(url)
     load = _Load(endpoint, tasks, events, pool_members, requesters, org, unit or f"run-{uuid.uuid4().hex[:8]}",
-                 timeout_s)
+                 timeout_s, apart)
+    summary: dict = {}
     try:
-        return load.run()
+        summary = load.run()
     finally:
-        load.close()
+        load.finish(summary)
+    return summary
 
 
 def format_load(result: dict) -> str:

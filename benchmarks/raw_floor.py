@@ -20,6 +20,8 @@ from paho.mqtt.properties import Properties
 from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.session import paho_client
 
+from .apart import Apart
+
 
 def _client(ep: BrokerEndpoint, cid: str) -> mqtt.Client:
     c = paho_client(ep, cid)  # the URL's login, TLS and inflight window, as the kit's sessions have them
@@ -130,6 +132,54 @@ def stream_rate(ep: BrokerEndpoint, n: int = 5000, payload: bytes = b"x" * 200) 
             c.disconnect()
             c.loop_stop()
     return {"n": count[0], "seconds": elapsed, "per_s": count[0] / elapsed, "cpu_us": cpu_us(cpu, count[0])}
+
+
+class RawPublisher:
+    """The publishing side of the raw loop, for a process of its own (``benchmarks.apart``)."""
+
+    payload = b"x" * 200
+
+    def __init__(self, ep: BrokerEndpoint, topic: str):
+        self.topic, self.published = topic, 0
+        self.client = _client(ep, f"bench/raw/pub-{topic.rsplit('/', 1)[-1]}")
+        self.props = Properties(PacketTypes.PUBLISH)
+        self.props.CorrelationData = b"stream"
+
+    def publish(self, n: int) -> None:
+        for _ in range(n):
+            self.client.publish(self.topic, self.payload, qos=1, properties=self.props)
+            self.published += 1
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def stream_rate_apart(ep: BrokerEndpoint, n: int = 5000) -> dict:
+    """The raw loop with its publisher in another process: messages per second at the subscriber,
+    from the parent's "go" to the last message."""
+    topic = f"$a2a/v1/reply/bench/raw/sub/apart-{time.monotonic_ns()}"
+    sub = _client(ep, f"bench/raw/sub-{topic.rsplit('-', 1)[-1]}")
+    count = [0]
+    done = threading.Event()
+
+    def on_message(*a):
+        count[0] += 1
+        if count[0] >= n:
+            done.set()
+
+    sub.on_message = on_message
+    try:
+        _subscribe(sub, topic)
+        with Apart("raw-publisher", ep.url_with_secret, topic, str(n)) as child:
+            t = time.perf_counter()
+            child.say("go")
+            done.wait(60)
+            elapsed = time.perf_counter() - t
+    finally:
+        sub.disconnect()
+        sub.loop_stop()
+    return {"n": count[0], "seconds": elapsed, "per_s": count[0] / elapsed}
 
 
 def cpu_us(cpu_s: float, items: int) -> Optional[float]:

@@ -11,7 +11,8 @@
 
 No JSON-RPC, no task store, no handover, no pool dispatch: the difference between this rate and the
 kit's load run is the kit's own work; the difference between this rate and ``raw_floor.stream_rate``
-is what 200 concurrent streams in one Python process cost any paho program.
+is what 200 concurrent streams in one Python process cost any paho program. With ``apart=True`` the
+responders run in a process of their own (``benchmarks.apart``), as the kit's agents then do.
 """
 from __future__ import annotations
 
@@ -26,33 +27,36 @@ from paho.mqtt.properties import Properties
 
 from a2a_nb.mqtt.broker import BrokerEndpoint
 
+from .apart import Apart
 from .raw_floor import _client, _subscribe
 
 RESPONDERS, WORKERS, REQUESTERS = 5, 8, 4
 
 
-class _RawLoad:
-    def __init__(self, ep: BrokerEndpoint, tasks: int, events: int, unit: str):
-        self.tasks, self.items = tasks, events + 2
-        self.req_topics = [f"$a2a/v1/request/bench/{unit}/agent-{i}" for i in range(RESPONDERS)]
-        self.rep_topics = [f"$a2a/v1/reply/bench/{unit}/req-{j}" for j in range(REQUESTERS)]
+def request_topics(unit: str) -> list[str]:
+    return [f"$a2a/v1/request/bench/{unit}/agent-{i}" for i in range(RESPONDERS)]
+
+
+class RawResponders:
+    """The responders: each request is answered by a worker with ``events + 2`` QoS 1 replies."""
+
+    def __init__(self, ep: BrokerEndpoint, unit: str, events: int):
+        self.items = events + 2
+        self.requests = 0  # what reached a responder (5 network threads count: under a lock)
+        self._count = threading.Lock()
         self.work: queue.Queue = queue.Queue()
-        self.inboxes: dict[bytes, queue.Queue] = {}
-        self.received: dict[int, int] = {}  # replies per requester client, each counted by its own network thread
-        self.responders = [_client(ep, f"bench/{unit}/agent-{i}") for i in range(RESPONDERS)]
-        self.requesters = [_client(ep, f"bench/{unit}/req-{j}") for j in range(REQUESTERS)]
-        for i, c in enumerate(self.responders):
+        self.clients = [_client(ep, f"bench/{unit}/agent-{i}") for i in range(RESPONDERS)]
+        for c, topic in zip(self.clients, request_topics(unit)):
             c.on_message = self._on_request
-            _subscribe(c, self.req_topics[i])
-        for j, c in enumerate(self.requesters):
-            c.on_message = self._on_reply
-            _subscribe(c, self.rep_topics[j])
+            _subscribe(c, topic)
         self.workers = [threading.Thread(target=self._worker, daemon=True, name=f"raw-load-worker-{n}")
                         for n in range(RESPONDERS * WORKERS)]
         for w in self.workers:
             w.start()
 
     def _on_request(self, client, userdata, m) -> None:
+        with self._count:
+            self.requests += 1
         self.work.put((client, m.properties.ResponseTopic, m.properties.CorrelationData))
 
     def _worker(self) -> None:
@@ -66,6 +70,33 @@ class _RawLoad:
             for i in range(self.items):
                 client.publish(topic, f'{{"jsonrpc":"2.0","id":1,"result":{{"item":{i}}}}}'.ljust(160), qos=1,
                                properties=props)
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.work.put(None)
+        for c in self.clients:
+            c.disconnect()
+            c.loop_stop()
+
+
+class _RawLoad:
+    def __init__(self, ep: BrokerEndpoint, tasks: int, events: int, unit: str, apart: bool):
+        self.tasks, self.items = tasks, events + 2
+        self.req_topics = request_topics(unit)
+        self.rep_topics = [f"$a2a/v1/reply/bench/{unit}/req-{j}" for j in range(REQUESTERS)]
+        self.inboxes: dict[bytes, queue.Queue] = {}
+        self.received: dict[int, int] = {}  # replies per requester client, each counted by its own network thread
+        self.responders: Optional[RawResponders] = None
+        self.child: Optional[Apart] = None
+        self.requests: Optional[int] = None  # known once closed
+        if apart:
+            self.child = Apart("raw-responders", ep.url_with_secret, unit, str(events))
+        else:
+            self.responders = RawResponders(ep, unit, events)
+        self.requesters = [_client(ep, f"bench/{unit}/req-{j}") for j in range(REQUESTERS)]
+        for j, c in enumerate(self.requesters):
+            c.on_message = self._on_reply
+            _subscribe(c, self.rep_topics[j])
 
     def _on_reply(self, client, userdata, m) -> None:
         self.received[id(client)] = self.received.get(id(client), 0) + 1  # also replies for no task of this run
@@ -104,25 +135,36 @@ class _RawLoad:
         wall = time.perf_counter() - t0
         expected = self.tasks * self.items
         return {"tasks": self.tasks, "items": sum(got), "lost": expected - sum(got),
-                "extra": max(0, sum(self.received.values()) - expected), "seconds": wall, "per_s": sum(got) / wall}
+                "extra": max(0, sum(self.received.values()) - expected), "seconds": wall, "per_s": sum(got) / wall,
+                "apart": self.child is not None}
 
     def close(self) -> None:
-        for _ in self.workers:
-            self.work.put(None)
-        for c in self.responders + self.requesters:
+        """Requesters first, then the responders (here, or the child, whose request count is kept)."""
+        for c in self.requesters:
             c.disconnect()
             c.loop_stop()
+        if self.responders is not None:
+            self.requests = self.responders.requests
+            self.responders.close()
+        if self.child is not None:
+            self.child.close()
+            self.requests = (self.child.counts or {}).get("requests")
 
 
-def raw_load_rate(ep: BrokerEndpoint, tasks: int = 200, events: int = 20, unit: Optional[str] = None) -> dict:
+def raw_load_rate(ep: BrokerEndpoint, tasks: int = 200, events: int = 20, unit: Optional[str] = None,
+                  apart: bool = False) -> dict:
     """``tasks`` concurrent raw streams of ``events + 2`` replies each (see the module docstring):
     items per second over the run's wall time, how many never arrived and how many arrived beyond
     what was asked (``extra``: another run's replies, or a request answered twice). ``unit`` defaults to a
-    fresh one, so two runs on one broker never share topics."""
+    fresh one, so two runs on one broker never share topics. ``apart``: the responders run in a process
+    of their own. ``requests``: how many requests reached a responder (``tasks``, each once)."""
     if tasks < 1 or events < 0:
         raise ValueError("tasks must be >= 1 and events >= 0")
-    load = _RawLoad(ep, tasks, events, unit or f"rawload-{uuid.uuid4().hex[:8]}")
+    load = _RawLoad(ep, tasks, events, unit or f"rawload-{uuid.uuid4().hex[:8]}", apart)
+    result: dict = {}
     try:
-        return load.run()
+        result = load.run()
     finally:
         load.close()
+    result["requests"] = load.requests  # requests that reached a responder: tasks, once each
+    return result

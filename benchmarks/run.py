@@ -72,6 +72,36 @@ def kit_stream_rate(url: str, n: int = 5000) -> dict:
     return {"n": count, "seconds": elapsed, "per_s": count / elapsed, "cpu_us": raw_floor.cpu_us(cpu, count)}
 
 
+def load_runs(ep, url: str, tasks: int, stream_n: int, raw_loop_per_s: float, say: Callable[[str], None]) -> dict:
+    """The load run (``tasks`` streams of 20 events through a desk and a pool of 4) twice: everything in
+    this process, then with the agents in a process of their own (``apart``, as served agents run). Each
+    is preceded by its raw paho floor in the same shape (``raw_load``); the raw publish loop is also run
+    with its publisher apart. Ratios: against the raw loop of this process (``raw_loop_per_s``), the raw
+    loop apart, and the raw shape."""
+    out: dict = {}
+    rl = out["raw_load"] = raw_load.raw_load_rate(ep, tasks=tasks, events=20)
+    load = out["load"] = run_load(url, tasks=tasks, events=20, pool_members=4)
+    out["load_ratio"] = load["events_per_s"] / raw_loop_per_s
+    out["load_shape_ratio"] = load["events_per_s"] / rl["per_s"]
+    say(format_load(load))
+    say(f"  {out['load_ratio']:.2f}× the raw publish loop (target ≥ {LOAD_TARGET}×); raw paho in the same shape "
+        f"{rl['per_s']:,.0f} items/s ({rl['per_s'] / raw_loop_per_s:.2f}× the loop, {rl['lost']} lost): "
+        f"the kit {out['load_shape_ratio']:.2f}× that")
+    loop = out["raw_stream_apart"] = raw_floor.stream_rate_apart(ep, stream_n)
+    rla = out["raw_load_apart"] = raw_load.raw_load_rate(ep, tasks=tasks, events=20, apart=True)
+    la = out["load_apart"] = run_load(url, tasks=tasks, events=20, pool_members=4, apart=True)
+    out["load_apart_ratio"] = la["events_per_s"] / raw_loop_per_s
+    out["load_apart_vs_loop_apart"] = la["events_per_s"] / loop["per_s"]
+    out["load_apart_shape_ratio"] = la["events_per_s"] / rla["per_s"]
+    say(f"load with the agents in a process of their own: {la['events_per_s']:,.0f} items/s, completed "
+        f"{la['completed']}/{la['tasks']}, lost events {la['lost_events']}, cross-talk {la['cross_talk']}, "
+        f"executions {la['executions']}")
+    say(f"  {out['load_apart_ratio']:.2f}× the raw publish loop; {out['load_apart_vs_loop_apart']:.2f}× the raw loop "
+        f"with its publisher apart ({loop['per_s']:,.0f} msg/s); raw paho in the same shape apart "
+        f"{rla['per_s']:,.0f} items/s ({rla['lost']} lost): the kit {out['load_apart_shape_ratio']:.2f}× that")
+    return out
+
+
 def _interleaved(rounds: int, raw, kit) -> tuple[list[dict], list[dict]]:
     """Alternate raw and kit runs so a busy machine slows both alike; the caller takes medians."""
     raws, kits = [], []
@@ -121,15 +151,8 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     lt = results["load_traffic"] = traffic_bench.bench_load_traffic()
     say(f"load_traffic               {lt['msgs_per_s']:,.0f} messages/s into the DataFrame "
         f"(target ≥ 200,000); 1,000,000 messages in {lt['million_seconds']:.1f} s")
-    if load_tasks:  # the kit's load run, and the same shape in bare paho just before it
-        rl = results["raw_load"] = raw_load.raw_load_rate(ep, tasks=load_tasks, events=20)
-        load = results["load"] = run_load(url, tasks=load_tasks, events=20, pool_members=4)
-        results["load_ratio"] = load["events_per_s"] / results["raw_stream"]["per_s"]
-        results["load_shape_ratio"] = load["events_per_s"] / rl["per_s"]
-        say(format_load(load))
-        say(f"  {results['load_ratio']:.2f}× the raw publish loop (target ≥ {LOAD_TARGET}×); raw paho in the same shape "
-            f"{rl['per_s']:,.0f} items/s ({rl['per_s'] / results['raw_stream']['per_s']:.2f}× the loop, {rl['lost']} lost): "
-            f"the kit {results['load_shape_ratio']:.2f}× that")
+    if load_tasks:
+        results.update(load_runs(ep, url, load_tasks, stream_n, results["raw_stream"]["per_s"], say))
     if burst:  # resources: a bounded desk under a burst, memory over many echo requests
         results["desk_burst"] = run_desk_burst(url, requests=burst)
         say(format_resources(burst=results["desk_burst"]))

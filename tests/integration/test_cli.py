@@ -122,6 +122,10 @@ def test_bench_json_reports_ratios(env):
     assert res["raw_load"]["tasks"] == 20 and res["raw_load"]["lost"] == 0  # the same shape in bare paho
     assert res["load_shape_ratio"] == res["load"]["events_per_s"] / res["raw_load"]["per_s"]
     assert res["targets_met"]["load_ratio"] == (res["load_ratio"] >= 0.5)
+    apart = res["load_apart"]  # the agents in a process of their own, and the raw floors apart
+    assert apart["agents_apart"] and apart["completed"] == 20 and apart["executions"] == 20
+    assert res["raw_load_apart"]["lost"] == 0 and res["raw_stream_apart"]["n"] == 300
+    assert res["load_apart_shape_ratio"] == apart["events_per_s"] / res["raw_load_apart"]["per_s"]
 
 
 def test_send_continues_an_interrupted_task_with_task(served, env):

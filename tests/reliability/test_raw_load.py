@@ -32,3 +32,24 @@ def test_two_runs_at_once_do_not_cross(broker_url):
 def test_bad_sizes_are_refused(broker_url):
     with pytest.raises(ValueError, match="tasks must be >= 1"):
         raw_load_rate(resolve(broker_url), tasks=0)
+
+
+def test_responders_apart_answer_every_request_once(broker_url):
+    result = raw_load_rate(resolve(broker_url), tasks=10, events=3, apart=True)
+    assert result["apart"] is True
+    assert (result["items"], result["lost"], result["extra"]) == (10 * 5, 0, 0)
+    assert result["requests"] == 10  # counted by the child, reported as it ended
+
+
+def test_the_raw_loop_apart_delivers_every_message(broker_url):
+    from benchmarks.raw_floor import stream_rate_apart
+
+    result = stream_rate_apart(resolve(broker_url), n=500)
+    assert result["n"] == 500 and result["per_s"] > 0
+
+
+def test_a_child_that_cannot_play_its_role_is_named(broker_url):
+    from benchmarks.apart import Apart
+
+    with pytest.raises(RuntimeError, match="benchmark child 'juggler' did not start"):
+        Apart("juggler", broker_url)
