@@ -12,6 +12,7 @@ counted) and ends. The roles are in ``apart_roles``.
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from typing import Any, Optional
@@ -33,14 +34,14 @@ class Apart:
             raise RuntimeError(f"benchmark child {role!r} did not start: {line or 'no output'}")
 
     def _line(self, timeout: float) -> str:
-        import select
-
+        """The child's next line ("" when it wrote none within ``timeout`` s, or ended)."""
         assert self.proc.stdout is not None
         if not select.select([self.proc.stdout], [], [], timeout)[0]:
             return ""
         return self.proc.stdout.readline().strip()
 
     def say(self, word: str) -> None:
+        """A line to the child (the raw publisher starts on ``go``)."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(word + "\n")
         self.proc.stdin.flush()
