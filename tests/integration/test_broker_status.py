@@ -124,3 +124,21 @@ def test_a_broker_without_the_plugin_leaves_cards_as_agents_publish_them(unit):
         Responder("echo", echo_handler, unit=unit, card=echo_card(ORG, unit), broker=plain.url)
         assert wait_until(lambda: cards.of("echo"), 3)
         assert [c[:2] for c in cards.of("echo")] == [("online", "agent")]
+
+
+def test_the_kits_discovery_ends_on_the_brokers_offline_after_a_crash(broker_url, unit):
+    """Profile: Optional Broker-Managed Status 4: what a learner's Discovery shows is the broker's word,
+    online while the agent is connected, offline once its connection is gone (the Last Will came first,
+    and stays behind the broker's word)."""
+    from a2a_nb.agents.discovery import Discovery
+
+    cards = Cards(broker_url, unit)
+    with Discovery(ORG, unit, broker=broker_url) as disco:
+        echo = Responder("echo", echo_handler, unit=unit, card=echo_card(ORG, unit), broker=broker_url)
+        disco.wait_for("echo", status="online")
+        assert wait_until(lambda: disco.get("echo").status_source == "broker", 3), disco.get("echo")
+        echo.crash()  # the process dies: no goodbye, no reconnect; the will, then the broker's word
+        assert wait_until(lambda: [c[:2] for c in cards.of("echo")][-1:] == [("offline", "broker")], 5), cards.of("echo")
+        assert wait_until(lambda: (disco.get("echo").status, disco.get("echo").status_source) == ("offline", "broker"),
+                          2), disco.get("echo")
+        assert ("offline", "lwt") in [c[:2] for c in cards.of("echo")]  # it came, and did not win
