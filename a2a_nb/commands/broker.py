@@ -48,10 +48,11 @@ def cmd_broker(args: argparse.Namespace) -> int:
     print(broker.url, flush=True)
     print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
     if plain is not None and plain.broker_status:
-        from ..mqtt.status_plugin import plugin_path, unavailable_reason
+        from ..mqtt.status_plugin import plugin_path
 
-        print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)" if plugin_path()
-              else f"# broker-managed status: off ({unavailable_reason()})", file=sys.stderr, flush=True)
+        if plugin_path():  # when it could not be built, the log's warning has said why (once)
+            print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)",
+                  file=sys.stderr, flush=True)
     if bridged is not None:
         print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
         up = bridged.wait_connected(timeout=5.0)
