@@ -105,42 +105,30 @@ class RawEcho:
             c.loop_stop()
 
 
-def stream_rate(ep: BrokerEndpoint, n: int = 5000, payload: bytes = b"x" * 200) -> dict:
-    """Raw QoS 1 publish loop from one client to a subscriber: messages per second end to end."""
-    topic = "$a2a/v1/reply/bench/raw/sub/stream"
-    pub, sub = _client(ep, "bench/raw/pub"), _client(ep, "bench/raw/sub")
-    count = [0]
-    done = threading.Event()
+class _Sink:
+    """A raw subscriber that counts the messages of one topic; ``done`` is set at the ``n``-th."""
 
-    def on_message(*a):
-        count[0] += 1
-        if count[0] >= n:
-            done.set()
+    def __init__(self, ep: BrokerEndpoint, cid: str, topic: str, n: int):
+        self.n, self.count, self.done = n, 0, threading.Event()
+        self.client = _client(ep, cid)
+        self.client.on_message = self._on_message
+        _subscribe(self.client, topic)
 
-    sub.on_message = on_message
-    _subscribe(sub, topic)
-    props = Properties(PacketTypes.PUBLISH)
-    props.CorrelationData = b"stream"
-    try:
-        t, cpu = time.perf_counter(), time.process_time()
-        for _ in range(n):
-            pub.publish(topic, payload, qos=1, properties=props)
-        done.wait(60)
-        elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
-    finally:
-        for c in (pub, sub):
-            c.disconnect()
-            c.loop_stop()
-    return {"n": count[0], "seconds": elapsed, "per_s": count[0] / elapsed, "cpu_us": cpu_us(cpu, count[0])}
+    def _on_message(self, *a) -> None:
+        self.count += 1
+        if self.count >= self.n:
+            self.done.set()
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
 
 
 class RawPublisher:
-    """The publishing side of the raw loop, for a process of its own (``benchmarks.apart``)."""
+    """The publishing side of the raw loop: QoS 1, the same Correlation Data on every message."""
 
-    payload = b"x" * 200
-
-    def __init__(self, ep: BrokerEndpoint, topic: str):
-        self.topic, self.published = topic, 0
+    def __init__(self, ep: BrokerEndpoint, topic: str, payload: bytes = b"x" * 200):
+        self.topic, self.payload, self.published = topic, payload, 0
         self.client = _client(ep, f"bench/raw/pub-{topic.rsplit('/', 1)[-1]}")
         self.props = Properties(PacketTypes.PUBLISH)
         self.props.CorrelationData = b"stream"
@@ -155,31 +143,38 @@ class RawPublisher:
         self.client.loop_stop()
 
 
-def stream_rate_apart(ep: BrokerEndpoint, n: int = 5000) -> dict:
-    """The raw loop with its publisher in another process: messages per second at the subscriber,
-    from the parent's "go" to the last message."""
-    topic = f"$a2a/v1/reply/bench/raw/sub/apart-{time.monotonic_ns()}"
-    sub = _client(ep, f"bench/raw/sub-{topic.rsplit('-', 1)[-1]}")
-    count = [0]
-    done = threading.Event()
-
-    def on_message(*a):
-        count[0] += 1
-        if count[0] >= n:
-            done.set()
-
-    sub.on_message = on_message
+def stream_rate(ep: BrokerEndpoint, n: int = 5000, payload: bytes = b"x" * 200) -> dict:
+    """Raw QoS 1 publish loop from one client to a subscriber: messages per second end to end."""
+    topic = "$a2a/v1/reply/bench/raw/sub/stream"
+    sink = _Sink(ep, "bench/raw/sub", topic, n)
     try:
-        _subscribe(sub, topic)
+        pub = RawPublisher(ep, topic, payload)
+        try:
+            t, cpu = time.perf_counter(), time.process_time()
+            pub.publish(n)
+            sink.done.wait(60)
+            elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
+        finally:
+            pub.close()
+    finally:
+        sink.close()
+    return {"n": sink.count, "seconds": elapsed, "per_s": sink.count / elapsed, "cpu_us": cpu_us(cpu, sink.count)}
+
+
+def stream_rate_apart(ep: BrokerEndpoint, n: int = 5000) -> dict:
+    """The raw loop with its publisher in another process (``benchmarks.apart``): messages per second
+    at the subscriber, from the parent's "go" to the last message."""
+    topic = f"$a2a/v1/reply/bench/raw/sub/apart-{time.monotonic_ns()}"
+    sink = _Sink(ep, f"bench/raw/sub-{topic.rsplit('-', 1)[-1]}", topic, n)
+    try:
         with Apart("raw-publisher", ep.url_with_secret, topic, str(n)) as child:
             t = time.perf_counter()
             child.say("go")
-            done.wait(60)
+            sink.done.wait(60)
             elapsed = time.perf_counter() - t
     finally:
-        sub.disconnect()
-        sub.loop_stop()
-    return {"n": count[0], "seconds": elapsed, "per_s": count[0] / elapsed}
+        sink.close()
+    return {"n": sink.count, "seconds": elapsed, "per_s": sink.count / elapsed}
 
 
 def cpu_us(cpu_s: float, items: int) -> Optional[float]:
