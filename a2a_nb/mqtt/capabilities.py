@@ -20,12 +20,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
 
+from ..protocol.packet import PROFILE_QOS
+
 TOPIC_NAME_INVALID = 0x90
 """Reason code 144: a broker that forbids topics starting with ``$`` answers a will or a PUBLISH on
 ``$a2a/...`` with it (ejabberd does, at CONNECT already when the Last Will names such a topic)."""
 
-PROFILE_QOS = 1
-"""Discovery, request and reply paths use QoS 1 (Profile: QoS Guidance)."""
 
 NO_DOLLAR_TOPICS = (
     "this broker refuses topics starting with $ (reason code 144, Topic Name invalid), so it cannot carry "

@@ -14,6 +14,9 @@ from typing import Any, Optional
 from . import properties
 from .properties import UserProperties
 
+PROFILE_QOS = 1
+"""Discovery, request and reply paths use QoS 1 (Profile: QoS Guidance): every message's default."""
+
 
 @dataclass(frozen=True)
 class MqttMessage:
@@ -26,7 +29,7 @@ class MqttMessage:
 
     topic: str
     payload: bytes = b""
-    qos: int = 1
+    qos: int = PROFILE_QOS
     retain: bool = False
     response_topic: Optional[str] = None
     correlation_data: Optional[bytes] = None
