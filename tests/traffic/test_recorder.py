@@ -101,7 +101,8 @@ def test_retained_cards_arrive_at_subscribe_time_and_wait_idle(broker_url, unit)
     assert not rec.running
     rec.start()
     assert rec.start() is rec  # idempotent
-    assert rec.wait_idle(0.15, timeout=5) == 1
+    assert rec.wait_for(1, timeout=30), "the retained card never reached the recorder"
+    assert rec.wait_idle(0.15, timeout=5) == 1  # and nothing after it
     assert rec.records[0]["retain"] is True and rec.records[0]["user_properties"] == [["a2a-status", "online"]]
     pub.publish(MqttMessage(f"$a2a/v1/discovery/acme/{unit}/desk", b"", retain=True))
     rec.stop()
@@ -119,13 +120,14 @@ def test_paused_is_no_subscriber_and_records_nothing(broker_url, unit):
     pub.publish(MqttMessage(f"$a2a/v1/discovery/acme/{unit}/desk", b'{"name":"desk"}', retain=True))
     topic = f"$a2a/v1/request/acme/{unit}/gone"
     with Recorder(broker_url, org_filter=scoped(unit)) as rec:
-        assert rec.wait_idle(0.15, timeout=5) == 1  # the retained card
+        assert rec.wait_for(1, timeout=30), "the retained card never reached the recorder"
         assert pub.publish(MqttMessage(topic, b"{}", qos=1)).reason_code == 0  # the recorder listens
         with rec.paused() as same:
             assert same is rec
             assert pub.publish(MqttMessage(topic, b"{}", qos=1)).reason_code == 16
         assert pub.publish(MqttMessage(topic, b"{}", qos=1)).reason_code == 0
-        rec.wait_idle(0.15, timeout=5)
+        assert rec.wait_for(3, timeout=30), f"recorded {rec.count} of the 3 messages within 30 s"
+        rec.wait_idle(0.15, timeout=5)  # and nothing more after them
         assert [r["topic"] for r in rec.records] == [f"$a2a/v1/discovery/acme/{unit}/desk", topic, topic]
     with rec.paused():  # stopped: nothing to pause
         pass
