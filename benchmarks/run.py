@@ -149,8 +149,10 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     say(f"recorder at full speed     {rec['received']:,} of {rec['n']:,} recorded, {rec['lost']} lost, "
         f"{rec['end_to_end_rate']:,} msg/s end to end (target: 0 lost)")
     lt = results["load_traffic"] = traffic_bench.bench_load_traffic()
-    say(f"load_traffic               {lt['msgs_per_s']:,.0f} messages/s into the DataFrame "
-        f"(target ≥ 200,000); 1,000,000 messages in {lt['million_seconds']:.1f} s")
+    say(f"load_traffic               {lt['msgs_per_s']:,.0f} messages/s from a recording into the DataFrame, "
+        f"{lt['plain_read_ratio']:.2f}× a plain json.loads + pd.DataFrame read of the same file "
+        f"({lt['plain_read_msgs_per_s']:,}/s; target ≥ {lt['target_plain_read_ratio']}×); "
+        f"1,000,000 messages in {lt['million_seconds']:.1f} s")
     if load_tasks:
         results.update(load_runs(ep, url, load_tasks, stream_n, results["raw_stream"]["per_s"], say))
     if burst:  # resources: a bounded desk under a burst, memory over many echo requests
@@ -170,7 +172,7 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
         say(bridged_bench.format_bridged(bd))
     results["targets_met"] = {"send_ratio": ratio <= SEND_TARGET, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= STREAM_TARGET, "recorder_lost_0": rec["lost"] == 0,
-                              "load_traffic_200k": lt["msgs_per_s"] >= 200_000}
+                              "load_traffic_ratio": lt["meets_target"]}
     if load_tasks:
         results["targets_met"]["load_ratio"] = results["load_ratio"] >= LOAD_TARGET
     return results

@@ -73,6 +73,9 @@ def test_bench_load_traffic_small():
     r = bench_load_traffic(20_000, million_budget_s=0)
     assert r["n"] == 20_000 and r["msgs_per_s"] > 0 and r["million_measured"] is False
     assert r["million_seconds"] > 0
+    # the figure is a ratio against reading the same file plainly (json.loads + pd.DataFrame), same run
+    assert r["plain_read_msgs_per_s"] > 0 and r["plain_read_ratio"] > 0 and r["target_plain_read_ratio"] == 0.5
+    assert r["meets_target"] == (r["plain_read_ratio"] >= 0.5)
 
 
 def test_synthetic_records_are_clean_traffic():
