@@ -51,6 +51,21 @@ def _topic_from_url(url: str) -> Optional[str]:
     return None
 
 
+def request_topic_of_url(url: object) -> Optional[str]:
+    """The request (or pool) topic an MQTT interface ``url`` names (a bare topic or
+    ``mqtt[s]://host:port/<topic>``), or None when it names none."""
+    topic = _topic_from_url(url) if isinstance(url, str) else None
+    if topic is None:
+        return None
+    try:
+        info = topics.parse_topic(topic)
+    except ValueError:
+        return None
+    if info is not None and info.kind in ("request", "pool") and info.shared_group is None:
+        return topic
+    return None
+
+
 def request_topic_of(card: Mapping[str, Any]) -> Optional[str]:
     """The request (or pool) topic named by the card's first MQTT ``supportedInterfaces`` entry.
 
@@ -62,14 +77,7 @@ def request_topic_of(card: Mapping[str, Any]) -> Optional[str]:
     for itf in card.get("supportedInterfaces") or []:
         if not isinstance(itf, Mapping) or not is_mqtt_binding(itf.get("protocolBinding")):
             continue
-        url = itf.get("url")
-        topic = _topic_from_url(url) if isinstance(url, str) else None
-        if topic is None:
-            continue
-        try:
-            info = topics.parse_topic(topic)
-        except ValueError:
-            continue
-        if info is not None and info.kind in ("request", "pool") and info.shared_group is None:
+        topic = request_topic_of_url(itf.get("url"))
+        if topic is not None:
             return topic
     return None

@@ -38,6 +38,8 @@ KNOWN_METHODS = frozenset(
     }
 )
 STREAMING_METHODS = frozenset({SEND_STREAMING_MESSAGE, SUBSCRIBE_TO_TASK})
+TASK_METHODS = frozenset({GET_TASK, CANCEL_TASK, SUBSCRIBE_TO_TASK})
+"""Methods whose ``params.id`` names the task they are about."""
 
 PARAMS_TYPE: Mapping[str, str] = MappingProxyType({
     SEND_MESSAGE: "SendMessageRequest",
