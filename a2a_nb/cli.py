@@ -1,4 +1,5 @@
-"""``python -m a2a_nb``: the command line (broker, check-broker, serve, send, story, record, lint, bridge, probe).
+"""``python -m a2a_nb``: the command line (broker, check-broker, serve, serve-sdk, send, story, record, lint, bridge,
+probe).
 
 Every command honours ``A2A_BROKER_URL``; without it the ones that need a broker start the embedded
 Mosquitto. Commands print what a learner needs; a failure is one ``error: ...`` line on stderr (plus a
@@ -15,7 +16,7 @@ import sys
 import threading
 from typing import Optional
 
-from .commands import bridge, broker, check_broker, probe, roles, traffic
+from .commands import bridge, broker, check_broker, probe, roles, sdk, traffic
 from .commands.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, UsageError, broker_lost,
                               command_broker_url)
 
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for group in (broker, check_broker, roles, traffic, bridge, probe):
+    for group in (broker, check_broker, roles, sdk, traffic, bridge, probe):
         group.register(sub)
     for command in sub.choices.values():
         command.set_defaults(command_parser=command)  # its own usage for its own mistakes (parse_args)

@@ -95,7 +95,7 @@ def _top_level_imports() -> dict[str, set[str]]:
 def test_the_extras_are_the_ones_the_readme_names():
     core, extras = _requirements()
     assert [_norm(r.name) for r in core] == ["paho-mqtt"]
-    assert set(extras) == {"notebook", "bridge", "secure"}
+    assert set(extras) == {"notebook", "bridge", "secure", "sdk"}
 
 
 def test_every_library_the_package_imports_is_declared():
