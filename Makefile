@@ -12,11 +12,12 @@ setup:
 lab: setup
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00-start-here.ipynb
 
-## every test: the type checker (mypy, pyproject.toml), unit, integration against a real Mosquitto,
+## every test: the linter (ruff) and the type checker (mypy), both configured in pyproject.toml, unit, integration against a real Mosquitto,
 ## the widgets in a real JupyterLab (tests/browser: skipped, saying why, where chromium or playwright
 ## is missing), notebooks with nbval; then the session and role integration tests again on the oldest
 ## paho-mqtt pyproject.toml allows (a second venv)
 test: setup
+	$(PY) -m ruff check a2a_nb benchmarks tests scripts
 	$(PY) -m mypy
 	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/sanitize.cfg -p no:cacheprovider
 	$(MAKE) --no-print-directory test-paho-oldest

@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-n", type=positive_int, default=1000,
                    help="round trips of each, raw and kit, in alternating batches of 50 (default 1000)")
     b.add_argument("--stream-n", type=positive_int, default=5000, help="stream events (default 5000)")
-    b.add_argument("--rounds", type=positive_int, default=3, help="interleaved raw/kit stream rounds; medians reported (default 3)")
+    b.add_argument("--rounds", type=positive_int, default=3,
+                   help="interleaved raw/kit stream rounds; medians reported (default 3)")
     b.add_argument("--load-tasks", type=non_negative_int, default=200,
                    help="concurrent tasks × 20 stream events through a desk and a pool of 4 (0 = skip; default 200)")
     b.add_argument("--burst", type=non_negative_int, default=400,

@@ -135,7 +135,8 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     sratio = results["kit_stream"]["per_s"] / results["raw_stream"]["per_s"]
     results["stream_ratio"] = sratio
     say(f"raw paho publish loop      {results['raw_stream']['per_s']:,.0f} msg/s")
-    say(f"kit stream events          {results['kit_stream']['per_s']:,.0f} events/s  ({sratio:.2f}× raw; target ≥ {STREAM_TARGET}×)")
+    say(f"kit stream events          {results['kit_stream']['per_s']:,.0f} events/s  "
+        f"({sratio:.2f}× raw; target ≥ {STREAM_TARGET}×)")
     cpu = results["stream_cpu_us"] = {"raw": statistics.median(r["cpu_us"] or 0.0 for r in raws),
                                       "kit": statistics.median(k["cpu_us"] or 0.0 for k in kits)}
     if cpu["kit"]:

@@ -29,4 +29,5 @@ from .store import MemoryTaskStore, SqliteTaskStore, TaskRecord
 from .task_view import TaskView
 
 __all__ = ["TaskContext", "ProtocolError", "Reply", "Requester", "RequestTimeout", "Stream", "StreamEvent",
-           "Responder", "ResponderOptions", "TaskCanceled", "TaskRuntime", "MemoryTaskStore", "SqliteTaskStore", "TaskRecord", "TaskView"]
+           "Responder", "ResponderOptions", "TaskCanceled", "TaskRuntime", "MemoryTaskStore", "SqliteTaskStore",
+           "TaskRecord", "TaskView"]

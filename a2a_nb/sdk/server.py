@@ -199,7 +199,8 @@ class ServedExecutor:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<ServedExecutor {type(self.handler.executor).__name__} as {self.responder.org}/{self.responder.unit}/{self.agent}>"
+        r = self.responder
+        return f"<ServedExecutor {type(self.handler.executor).__name__} as {r.org}/{r.unit}/{r.agent}>"
 
 
 def serve(executor: AgentExecutor, card: Union[AgentCard, dict], *, agent: Optional[str] = None,

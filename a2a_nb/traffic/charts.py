@@ -189,8 +189,9 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
     """A sequence diagram: one lane per agent (plus ``discovery`` / ``events``), one arrow per
     message in recorded order, coloured by kind (error replies red); handovers and pool
     assignments (the reply whose ``a2a-responder-agent-id`` moved the task to a new responder, as
-    the requester's routing table did: ``reroutes``) are starred and labelled. Shows the first ``max_messages`` messages. ``width`` in inches (at ``DPI``): the
-    player draws it at the width it shows it."""
+    the requester's routing table did: ``reroutes``) are starred and labelled. Shows the first
+    ``max_messages`` messages. ``width`` in inches (at ``DPI``): the player draws it at the width it
+    shows it."""
     df = load_traffic(df)
     sub = _arrows(df)
     total = len(sub)

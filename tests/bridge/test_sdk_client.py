@@ -13,7 +13,6 @@ import uuid
 from typing import Optional
 
 import httpx
-import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
                        SendMessageRequest, SubscribeToTaskRequest, Task, TaskState)

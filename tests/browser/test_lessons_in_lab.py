@@ -87,7 +87,8 @@ def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
     shot(page, shots, "02-form-continued")
     assert "✗" not in output.inner_text()  # the form showed no error line
 
-    reopened_shows(page, lab, shots, "02-send-and-track.ipynb", "send_form(coordinator", "→ continue task")  # the saved state keeps what the form showed
+    # the saved state keeps what the form showed
+    reopened_shows(page, lab, shots, "02-send-and-track.ipynb", "send_form(coordinator", "→ continue task")
 
 
 def test_handover_after_run_all_shows_each_step_then_a_live_view(page, lab, shots):

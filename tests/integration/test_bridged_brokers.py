@@ -16,7 +16,6 @@ Nothing is mocked.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -27,16 +27,6 @@ def req_topic(agent: str) -> str:
     return f"$a2a/v1/request/{ORG}/{UNIT}/{agent}"
 
 
-    if "task" in r:
-        return r["task"]["id"]
-    if "id" in r and "status" in r:
-        return r["id"]
-    for k in ("statusUpdate", "artifactUpdate", "message"):
-        if k in r:
-            return r[k].get("taskId")
-    return None
-
-
 class Recording:
     """The coordinator's requests for one task and their replies, as the observer saw them."""
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import queue
 import threading
-import time
 import uuid
 from dataclasses import replace
 from typing import Any, Optional

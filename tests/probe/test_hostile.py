@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from a2a_nb.mqtt.broker import ENV_URL
-from a2a_nb.probe import probe, run_probe
+from a2a_nb.probe import run_probe
 from a2a_nb.probe.client import FINAL, MAX_REPLIES, ProbeClient
 from a2a_nb.protocol import jsonrpc, messages, topics
 from a2a_nb.protocol.packet import encode_json

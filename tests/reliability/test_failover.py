@@ -20,7 +20,7 @@ from a2a_nb.mqtt.failover import ATTEMPTS_PER_BROKER, broker_for_attempt, split_
 from a2a_nb.mqtt.session import ConnectFailed, Session
 from a2a_nb.protocol import properties, states
 from a2a_nb.protocol.packet import MqttMessage
-from a2a_nb.story.cast import echo_card, echo_handler
+from a2a_nb.story.cast import echo_card
 from tests.waiting import wait_until
 from tests.reliability.test_faults import CHUNKS, RESILIENT, chunks_of, streaming_handler, uid
 

@@ -28,7 +28,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties

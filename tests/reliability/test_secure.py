@@ -172,9 +172,8 @@ def test_acl_text_names_identity_patterns():
 def test_intruder_cannot_read_other_agents_requests_or_replies(secure_broker):
     issuer = LocalIssuer()
     desk = uid("desk")
-    responder = Responder(desk, lambda ctx: ctx.complete("confidential answer"),
-                          broker=secure_broker.credentials(desk),
-                          auth=issuer.policy(f"{ORG}/{UNIT}/{desk}", [SCOPE]))
+    Responder(desk, lambda ctx: ctx.complete("confidential answer"), broker=secure_broker.credentials(desk),
+              auth=issuer.policy(f"{ORG}/{UNIT}/{desk}", [SCOPE]))
     token = issuer.token(f"{ORG}/{UNIT}/{desk}", [SCOPE])
     seen: list[MqttMessage] = []
     intruder = Session(ORG, UNIT, "mallory", broker=secure_broker.credentials("mallory"))

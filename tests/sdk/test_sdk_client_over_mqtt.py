@@ -14,8 +14,8 @@ import uuid
 import pytest
 from a2a.client import ClientConfig
 from a2a.client.errors import A2AClientError, A2AClientTimeoutError
-from a2a.types import (AgentCard, CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
-                       SubscribeToTaskRequest, Task, TaskState)
+from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
+                       SubscribeToTaskRequest, TaskState)
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotCancelableError, TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
 

@@ -4,16 +4,12 @@ the kit's Requester tells a two-turn task with a streamed artifact, a CancelTask
 and everything it emits validates against the SDK's own types."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
 from a2a_nb import sdk
 from a2a_nb.agents.requester import Requester
-from a2a_nb.mqtt.broker import ENV_URL
 from a2a_nb.probe import run_probe
 from a2a_nb.protocol import states
 from a2a_nb.story.cast import echo_card

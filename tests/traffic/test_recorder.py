@@ -29,7 +29,7 @@ def test_records_every_property_as_one_json_line(broker_url, unit, tmp_path):
     path = tmp_path / "run.jsonl"
     pub = Session("acme", unit, "pub", broker=broker_url)
     with Recorder(broker_url, path=path, org_filter=scoped(unit)) as rec:
-        assert rec.session.client_id.startswith(f"acme/support/recorder-")
+        assert rec.session.client_id.startswith("acme/support/recorder-")
         pub.publish(MqttMessage(
             f"$a2a/v1/request/acme/{unit}/desk", b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}',
             qos=1, response_topic=f"$a2a/v1/reply/acme/{unit}/pub/abc", correlation_data=b"\x01\x02\xff",
