@@ -103,7 +103,7 @@ def plain_read(path: Path) -> "Any":
         return pd.DataFrame([json.loads(line) for line in fh if line.strip()])
 
 
-def bench_load_traffic(n: int = 200_000, seed: int = 4821, million_budget_s: float = 10.0,
+def bench_load_traffic(n: int = 50_000, seed: int = 4821, million_budget_s: float = 10.0,
                        repeats: int = 3) -> dict[str, Any]:
     """Time ``load_traffic`` on ``n`` synthetic records written as a recording file (record generation
     not timed), beside a plain read of the same file (``plain_read``) in the same run; the median of

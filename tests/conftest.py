@@ -2,7 +2,9 @@
 
 It starts in ``pytest_sessionstart`` (not a fixture) because nbval's notebook kernels do not see
 fixtures: they inherit ``A2A_BROKER_URL`` from this process instead. A broker named by
-``A2A_BROKER_URL`` before the run is used as it is.
+``A2A_BROKER_URL`` before the run is used as it is. Under pytest-xdist (``-n``) each worker process
+starts a broker of its own and the controller, which runs no test, none: tests that use fixed
+agent names never meet another worker's.
 """
 from __future__ import annotations
 
@@ -24,9 +26,14 @@ def pytest_sessionstart(session):
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="a2a-nb-test-state-")
     # and `serve` / `send --ubsp` keep ubsp-v1 keys in a key home: the tests' own too
     os.environ["A2A_UBSP_DIR"] = tempfile.mkdtemp(prefix="a2a-nb-test-ubsp-")
-    if not os.environ.get(ENV_URL):
+    if not os.environ.get(ENV_URL) and not _is_xdist_controller(session.config):
         _session_broker = EmbeddedBroker().start()
         os.environ[ENV_URL] = _session_broker.url
+
+
+def _is_xdist_controller(config) -> bool:
+    """This process hands tests to pytest-xdist workers and runs none itself."""
+    return not os.environ.get("PYTEST_XDIST_WORKER") and bool(getattr(config.option, "numprocesses", None))
 
 
 def pytest_sessionfinish(session, exitstatus):
