@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Sequence
 
+from ..error_base import A2ANbError
 from ..protocol import errors, inbound, jsonrpc, messages, properties, states, task_events
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.errors import A2AError
@@ -38,7 +39,7 @@ from .store import MemoryTaskStore, TaskRecord, TaskStore
 log = logging.getLogger(__name__)
 
 
-class TaskCanceled(Exception):
+class TaskCanceled(A2ANbError):
     """Raised inside a handler when its task was canceled: the work stops there."""
 
 

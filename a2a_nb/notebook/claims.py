@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
+from ..error_base import A2ANbError
 
 __all__ = ["Said", "said", "as_described", "NotAsDescribed"]
 
 
-class NotAsDescribed(AssertionError):
+class NotAsDescribed(A2ANbError, AssertionError):
     """The output under a lesson's text shows something else than the text says."""
 
 
