@@ -25,7 +25,9 @@ The front door: what a lesson or a first script needs, importable from ``a2a_nb`
 Each name loads its module on first use, so ``import a2a_nb`` imports neither paho, pandas nor
 matplotlib. The layers behind the door: protocol rules as pure functions in
 :mod:`a2a_nb.protocol`, the MQTT edge in :mod:`a2a_nb.mqtt`, the roles in :mod:`a2a_nb.agents`,
-the story's cast in :mod:`a2a_nb.story`, recordings and charts in :mod:`a2a_nb.traffic`.
+the story's cast in :mod:`a2a_nb.story`, recordings and charts in :mod:`a2a_nb.traffic`. The plan
+of the house (principles, layers, what the lessons import and what only operators use) is
+docs/architecture.md in the repository.
 """
 from __future__ import annotations
 
