@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 TEXT_SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".ini", ".ipynb", ".sh", ".c", ".yml", ".yaml", ""}
-OUTSIDE = ("DESIGN" + ".md", "../" + "shared", "/work" + "/")  # written apart, so this file does not cite them
+OUTSIDE = ("DESIGN" + ".md", "../" + "shared", "/work" + "/shared")  # written apart, so this file does not cite them
 
 
 def _repository_files() -> list[Path]:
