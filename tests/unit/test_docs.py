@@ -49,14 +49,22 @@ def test_every_relative_link_of_the_readme_and_docs_resolves():
     assert not broken
 
 
-def test_the_readme_is_a_short_front_page_that_links_every_docs_page():
+def test_the_readme_is_a_short_front_page_from_which_every_docs_page_is_reached():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200, "the README is a newcomer's page: put the details into docs/"
     for heading in ("## Set-up: two commands", "## The lessons", "## A first session on the command line",
                     "## From a script: the package's front door", "## Where to read next"):
         assert heading in readme
-    unlinked = [p.name for p in DOCS.glob("*.md") if f"(docs/{p.name})" not in readme]
-    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+    reached, todo = set(), [ROOT / "README.md"]
+    while todo:  # follow the links from the README, page to page
+        page = todo.pop()
+        for target in re.findall(r"\]\(([^)\s#]+\.md)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            linked = (page.parent / target).resolve()
+            if linked.parent == DOCS and linked.exists() and linked not in reached:
+                reached.add(linked)
+                todo.append(linked)
+    unreached = sorted(p.name for p in DOCS.glob("*.md") if p.resolve() not in reached)
+    assert not unreached, f"docs pages no link from the README leads to: {unreached}"
 
 
 def test_every_principle_the_code_cites_is_written_in_the_architecture_page():
