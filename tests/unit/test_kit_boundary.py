@@ -1,13 +1,17 @@
 """The learner's kit and the operator's tools, apart (docs/architecture.md, "The learner's kit and the
 operator's tools"): importing any module the lessons build on loads no operator module, so a change to
 the command line, check-broker, bridged brokers, the status plugin or the benchmarks cannot break a
-lesson; and the kit itself loads neither the probe nor the HTTP bridge (lessons 08 and 09 import them)."""
+lesson; and the kit itself loads neither the probe nor the HTTP bridge (lessons 08 and 09 import them).
+And the layers of docs/architecture.md hold: each imports only from its own and the layers below it."""
 from __future__ import annotations
 
+import ast
 import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Iterator
 
 import a2a_nb
 
@@ -52,3 +56,56 @@ def test_the_kit_loads_neither_the_probe_nor_the_http_bridge():
 
 def test_the_front_door_loads_the_probe_and_the_bridge_only_when_asked():
     assert _loaded_after_importing(["a2a_nb"], TOOLS_ON_THE_KIT + OPERATOR) == []
+
+
+# -- the layers of docs/architecture.md, top to bottom: each imports only from the layers below it ----------
+LAYERS = [
+    {"cli", "__main__", "commands"},
+    {"__init__"},
+    {"notebook"},
+    {"probe", "bridge"},
+    {"story"},
+    {"traffic"},
+    {"agents"},
+    {"ubsp"},
+    {"mqtt"},
+    {"protocol"},
+    {"error_base", "lazy_names"},
+]
+
+
+def _layer(part: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if part in names)
+
+
+def _imports(path: Path, parts: list[str]) -> Iterator[tuple[int, str]]:
+    """``(line, first part below a2a_nb)`` of each import of the kit in the module at ``parts``."""
+    package = parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                target = base + (node.module.split(".") if node.module else [])
+                names = [target + [a.name] for a in node.names] if not node.module else [target]
+            elif node.module and node.module.split(".")[0] == "a2a_nb":
+                names = [node.module.split(".")]
+            else:
+                continue
+        elif isinstance(node, ast.Import):
+            names = [a.name.split(".") for a in node.names if a.name.split(".")[0] == "a2a_nb"]
+        else:
+            continue
+        for name in names:
+            yield node.lineno, (name[1] if len(name) > 1 else "__init__")
+
+
+def test_each_layer_imports_only_from_its_own_and_the_layers_below_it():
+    root = Path(a2a_nb.__path__[0])
+    upward = []
+    for path in root.rglob("*.py"):
+        parts = ["a2a_nb", *path.relative_to(root).with_suffix("").parts]
+        own = _layer(parts[1])
+        for line, target in _imports(path, parts):
+            if _layer(target) < own:
+                upward.append(f"{path.relative_to(root)}:{line} imports {target}")
+    assert not upward
