@@ -13,6 +13,7 @@ The front door: what a lesson or a first script needs, importable from ``a2a_nb`
 ``RequestTap``     shows the requests on a unit's request topics, as a lesson's spy
 ``Session``        one MQTT v5 client (the I/O edge); ``SessionError`` when it cannot connect
 ``RetryProfile``   the requester's timeouts and retries
+``A2ANbError``     the base of every error the kit raises (each keeps its built-in class too)
 ``A2AError``       an A2A JSON-RPC error (its ``code`` and ``message``)
 ``RequestTimeout`` a request no agent answered within the retry profile
 ``run_probe``      checks an agent against the profile (Core and Standard conformance)
@@ -21,39 +22,28 @@ The front door: what a lesson or a first script needs, importable from ``a2a_nb`
 ``stop_all``       stops every agent, requester and session this kernel started
 =================  =============================================================================
 
-Each name loads its module on first use, so ``import a2a_nb`` imports neither pandas nor
+Each name loads its module on first use, so ``import a2a_nb`` imports neither paho, pandas nor
 matplotlib. The layers behind the door: protocol rules as pure functions in
 :mod:`a2a_nb.protocol`, the MQTT edge in :mod:`a2a_nb.mqtt`, the roles in :mod:`a2a_nb.agents`,
-the story's cast in :mod:`a2a_nb.story`, recordings and charts in :mod:`a2a_nb.traffic`.
+the story's cast in :mod:`a2a_nb.story`, recordings and charts in :mod:`a2a_nb.traffic`. The plan
+of the house (principles, layers, what the lessons import and what only operators use) is
+docs/architecture.md in the repository.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from .lazy_names import lazy_names
-from .mqtt.session import stop_all
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "Responder": ".agents.responder", "ResponderOptions": ".agents.responder",
-    "Requester": ".agents.requester", "RequestTimeout": ".agents.requester",
-    "TicketDesk": ".story.cast", "Discovery": ".agents.discovery",
-    "Recorder": ".traffic.recorder", "load_traffic": ".traffic.frame",
-    "RequestTap": ".notebook.tap",
-    "Session": ".mqtt.session", "SessionError": ".mqtt.session",
-    "RetryProfile": ".protocol.retry", "A2AError": ".protocol.errors",
-    "run_probe": ".probe.runner", "Bridge": ".bridge.server",
-    "as_described": ".notebook.claims", "said": ".notebook.claims",
-}
-__all__ = sorted([*_EXPORTS, "stop_all", "__version__"])
-
-if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on first use
+if TYPE_CHECKING:  # the table of the door: a type checker reads these lines, lazy_names loads each on first use
     from .agents.discovery import Discovery
     from .agents.requester import Requester, RequestTimeout
     from .agents.responder import Responder, ResponderOptions
     from .bridge.server import Bridge
-    from .mqtt.session import Session, SessionError
+    from .error_base import A2ANbError
+    from .mqtt.session import Session, SessionError, stop_all
     from .notebook.claims import as_described, said
     from .notebook.tap import RequestTap
     from .probe.runner import run_probe
@@ -63,4 +53,5 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on fi
     from .traffic.frame import load_traffic
     from .traffic.recorder import Recorder
 
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
+__getattr__, __dir__, _names = lazy_names(__name__)
+__all__ = sorted([*_names, "__version__"])

@@ -49,6 +49,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from ..error_base import A2ANbError
 from ..protocol import errors, inbound, properties
 from ..protocol.errors import A2AError
 from ..protocol.packet import MqttMessage
@@ -61,7 +62,7 @@ TOKEN_SCHEME_KINDS = ("httpAuthSecurityScheme", "oauth2SecurityScheme", "openIdC
 DEFAULT_ASYMMETRIC = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA")
 
 
-class AuthError(Exception):
+class AuthError(A2ANbError):
     """One failed check; ``reason`` is UNAUTHENTICATED or PERMISSION_DENIED, ``detail`` is safe to show."""
 
     def __init__(self, reason: str, detail: str):

@@ -1,8 +1,8 @@
 """The outbox: publishes what the task runtime decided, from the right agent's connection.
 
 The runtime decides each message and the agent that sends it (:class:`~.reply_paths.Outgoing`);
-this is the one place its decisions become MQTT publishes (DESIGN principle 3: state decides, an
-outbox publishes). Three things are kept here, none of them a protocol rule:
+this is the one place its decisions become MQTT publishes (docs/architecture.md, principle 3: state
+decides, an outbox publishes). Three things are kept here, none of them a protocol rule:
 
 * the live agents sharing one runtime (a card agent and the instances it spawns), by agent id;
 * **the order**: a decision and the publishing of what it decided happen in one go

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
+from ..error_base import A2ANbError
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session, SessionError
 from ..protocol import errors, jsonrpc, messages, properties, states, topics
@@ -38,11 +39,11 @@ log = logging.getLogger(__name__)
 Target = Union[str, Address]
 
 
-class RequestTimeout(TimeoutError):
+class RequestTimeout(A2ANbError, TimeoutError):
     """No correlated reply after every attempt (and the fallback, when there was one)."""
 
 
-class ProtocolError(RuntimeError):
+class ProtocolError(A2ANbError, RuntimeError):
     """A reply broke a MUST of the profile (for example a pooled reply without its responder id)."""
 
 
@@ -464,7 +465,7 @@ class Requester:
             if response.error is None:
                 return reply
             err = A2AError.from_dict(response.error)
-            err.reply = reply  # type: ignore[attr-defined]
+            err.reply = reply
             errors_answered += 1
             # a retry-eligible error (Error Mapping 7-8) is retried on the retry profile's schedule
             delay = next_delay(self.retry, errors_answered, self.rng) \

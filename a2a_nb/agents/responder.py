@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
-from ..protocol import cards, errors, inbound, jsonrpc, messages, pools, properties, states, topics
+from ..protocol import cards, errors, inbound, jsonrpc, messages, pools, properties, states, task_pages, topics
 from ..protocol import ubsp as ubsp_rules
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
@@ -596,17 +596,12 @@ class Responder:
         p = v.params
         records = [r for r in self.runtime.store.list(p.get("contextId"), p.get("status"))
                    if inbound.visible_to(r.requester, caller)]
-        size = p.get("pageSize") or 50
-        try:
-            start = int(p.get("pageToken") or 0)
-        except ValueError:
-            raise errors.invalid_params("pageToken is not one this agent issued") from None
-        page = records[start:start + size]
-        tasks = [trim_history(r.task, p.get("historyLength", 0)) for r in page]
+        found = task_pages.page(records, p.get("pageToken"), p.get("pageSize"))
+        tasks = [trim_history(r.task, p.get("historyLength", 0)) for r in found.items]
         if not p.get("includeArtifacts"):
             tasks = [{k: val for k, val in t.items() if k != "artifacts"} for t in tasks]
-        nxt = str(start + size) if start + size < len(records) else ""
-        result = messages.list_tasks_result(tasks, next_page_token=nxt, page_size=size, total_size=len(records))
+        result = messages.list_tasks_result(tasks, next_page_token=found.next_page_token,
+                                            page_size=found.page_size, total_size=found.total_size)
         self._reply_result(msg, v, None, result, pooled)
 
     # -- replies (the runtime decides who sends, the outbox publishes) ---------------------------------

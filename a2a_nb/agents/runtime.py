@@ -8,9 +8,9 @@ stream subscribers get each event as its own MQTT message; blocking waiters get 
 terminal or interrupted (Profile: Streaming Reply Mapping 1-7, Optional Task Handover, Requester
 Retry 4: retried requests attach to the existing task).
 
-Nothing here publishes (DESIGN principle 3: state decides, an outbox publishes). The caller hands
-what a call returns to the runtime's :class:`~.outbox.Outbox`, deciding and sending in one go so
-that messages leave in the order they were decided::
+Nothing here publishes (docs/architecture.md, principle 3: state decides, an outbox publishes). The
+caller hands what a call returns to the runtime's :class:`~.outbox.Outbox`, deciding and sending in
+one go so that messages leave in the order they were decided::
 
     with runtime.outbox.in_order():
         runtime.outbox.send(runtime.update(task_id, state=states.WORKING).outgoing)
@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Sequence
 
+from ..error_base import A2ANbError
 from ..protocol import errors, inbound, jsonrpc, messages, properties, states, task_events
 from ..protocol.artifacts import ArtifactSet
 from ..protocol.errors import A2AError
@@ -38,7 +39,7 @@ from .store import MemoryTaskStore, TaskRecord, TaskStore
 log = logging.getLogger(__name__)
 
 
-class TaskCanceled(Exception):
+class TaskCanceled(A2ANbError):
     """Raised inside a handler when its task was canceled: the work stops there."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Protocol, Union
 
+from ..error_base import A2ANbError
 from ..protocol import states
 
 
@@ -98,7 +99,7 @@ class MemoryTaskStore:
         return len(self._tasks)
 
 
-class TaskStoreError(OSError):
+class TaskStoreError(A2ANbError, OSError):
     """The SQLite task store cannot be opened; the message names the file and why
     (``cannot open task store PATH: it is a folder``)."""
 

@@ -27,6 +27,7 @@ from typing import Any, Optional, Union
 
 import uvicorn
 
+from ..error_base import A2ANbError
 from ..agents.requester import Requester
 from ..mqtt.broker import BrokerEndpoint
 from ..protocol.retry import DEFAULT, RetryProfile
@@ -43,7 +44,7 @@ STOP_GRACE_S = 2
 CARD_WAIT_S = 2.0
 
 
-class NoCard(LookupError):
+class NoCard(A2ANbError, LookupError):
     """The agent has no retained Agent Card on the broker: nothing to bridge (is it served?)."""
 
 

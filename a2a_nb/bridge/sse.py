@@ -51,6 +51,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..error_base import A2ANbError
 from ..agents.requester import RequestTimeout, Stream
 from ..mqtt.session import SessionError
 from ..protocol import errors, jsonrpc
@@ -94,7 +95,7 @@ class OpenStream:
         self._on_close()
 
 
-class BrokerGone(Exception):
+class BrokerGone(A2ANbError):
     """The bridge's broker stayed away for the stream's whole patience."""
 
 

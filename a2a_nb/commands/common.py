@@ -12,11 +12,12 @@ import threading
 import time
 from pathlib import Path
 from typing import Callable, Optional
+from ..error_base import A2ANbError
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
-class CliError(Exception):
+class CliError(A2ANbError):
     """A failure a command has already put into words: exit ``status`` 1, with an optional ``hint``."""
 
     status = EXIT_FAILED

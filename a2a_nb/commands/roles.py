@@ -95,7 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             desk = TicketDesk(org=args.org, unit=args.unit, broker=url, handover=args.handover,
                               store_path=args.store, pool=args.pool, pace=args.pace, max_analysts=args.max_analysts,
                               ubsp=local.ubsp(args.org, args.unit, "ticket-desk") if local else None, task_events=True)
-        except DeskLoginError as exc:  # the analysts would log in as the desk (README: The secure broker)
+        except DeskLoginError as exc:  # the analysts would log in as the desk (docs/secure-broker.md)
             raise CliError(str(exc), hint=exc.hint) from None
         except TaskStoreError as exc:  # a folder, a file of something else, a path it cannot write
             raise UsageError(str(exc)) from None

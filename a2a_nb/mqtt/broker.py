@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from ..error_base import A2ANbError
 from .failover import split_urls
 
 ENV_URL = "A2A_BROKER_URL"
@@ -37,7 +38,7 @@ INSTALL_HINT = (
 )
 
 
-class BrokerError(RuntimeError):
+class BrokerError(A2ANbError, RuntimeError):
     """The broker cannot be started or reached; the message says what to do about it."""
 
 

@@ -30,7 +30,7 @@ TOPIC_NAME_INVALID = 0x90
 NO_DOLLAR_TOPICS = (
     "this broker refuses topics starting with $ (reason code 144, Topic Name invalid), so it cannot carry "
     "the profile's $a2a/v1/... topics; use a broker that allows them (Mosquitto, EMQX, HiveMQ, VerneMQ), "
-    "see README \"When one broker is not enough\""
+    "see docs/another-broker.md"
 )
 
 

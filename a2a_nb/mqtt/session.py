@@ -32,6 +32,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from ..error_base import A2ANbError
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
 from ..protocol.topics import SHARE_PREFIX
@@ -50,7 +51,7 @@ LINK_NOTICE_S = 5.0
 (the first attempt always; the network loop tries after 0.05 s, doubling up to every 2 s)."""
 
 
-class SessionError(RuntimeError):
+class SessionError(A2ANbError, RuntimeError):
     """Connecting, publishing or subscribing failed; the message names the broker's reason.
 
     ``reason_code`` is the broker's own answer when the broker refused (a CONNACK or SUBACK reason

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from ..error_base import A2ANbError
 from ..protocol.ids import readable_correlation
 from ..protocol.packet import MqttMessage
 
@@ -23,7 +24,7 @@ PAYLOAD_FORMAT, MESSAGE_EXPIRY, CONTENT_TYPE, RESPONSE_TOPIC, CORRELATION_DATA =
 SUBSCRIPTION_IDENTIFIER, TOPIC_ALIAS, USER_PROPERTY = 0x0B, 0x23, 0x26
 
 
-class MalformedPacket(ValueError):
+class MalformedPacket(A2ANbError, ValueError):
     """The bytes do not form the packet they claim to be (MQTT v5 §4.13: close the connection)."""
 
 

@@ -6,17 +6,12 @@ discovery browser and the send form; ``routing_table`` the view of a requester's
 """
 from __future__ import annotations
 
-__all__ = ["DiscoveryBrowser", "SendForm", "discovery_browser", "send_form", "RoutingTableView",
-           "routing_table_view", "RoutingSnapshot", "routing_snapshot"]
+from typing import TYPE_CHECKING
 
+from ..lazy_names import lazy_names
 
-def __getattr__(name: str):
-    if name in ("RoutingTableView", "routing_table_view", "RoutingSnapshot", "routing_snapshot"):
-        from . import routing_table
+if TYPE_CHECKING:  # the names this package offers: a type checker reads these lines, lazy_names loads each on first use
+    from .routing_table import RoutingSnapshot, RoutingTableView, routing_snapshot, routing_table_view
+    from .widgets import DiscoveryBrowser, SendForm, discovery_browser, send_form
 
-        return getattr(routing_table, name)
-    if name in __all__:
-        from . import widgets
-
-        return getattr(widgets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_names(__name__)

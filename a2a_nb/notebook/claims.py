@@ -1,4 +1,4 @@
-"""Lesson text checked against the output under it ("Lessons a learner can trust", DESIGN.md).
+"""Lesson text checked against the output under it (docs/architecture.md, principle 6).
 
 A lesson's prose states facts about what its cells show: "three attempts", "PUBACK 16 every
 time", "the reply came from analyst-1". Each such fact gets a check in a cell under the output,
@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
+from ..error_base import A2ANbError
 
 __all__ = ["Said", "said", "as_described", "NotAsDescribed"]
 
 
-class NotAsDescribed(AssertionError):
+class NotAsDescribed(A2ANbError, AssertionError):
     """The output under a lesson's text shows something else than the text says."""
 
 

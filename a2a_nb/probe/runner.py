@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Optional, Union
 
+from ..error_base import A2ANbError
 from ..mqtt.broker import BrokerEndpoint
 from ..protocol import cards, topics
 from ..protocol.packet import MqttMessage
@@ -43,7 +44,7 @@ KNOWN_SHOWN = 10
 """How many other agents' names a "no card" error lists."""
 
 
-class ProbeError(RuntimeError):
+class ProbeError(A2ANbError, RuntimeError):
     """The probe cannot start: no card for the agent, or the broker is not there. ``hint`` says what to do."""
 
     def __init__(self, message: str, hint: str = ""):

@@ -1,7 +1,9 @@
 """The sans-I/O core: every rule of the A2A over MQTT profile as pure functions and values.
 
-No sockets, threads or paho here. A notebook can build and show any message with these modules
-before anything is sent, and a unit test can check each rule in microseconds.
+No sockets, threads or paho here (docs/architecture.md, principle 1). A notebook can build and show
+any message with these modules before anything is sent, and a unit test can check each rule in
+microseconds. Docstrings cite the profile by section and rule (``Profile: Request/Reply Mapping 3``);
+docs/profile.md links each section to its public text and to the modules that implement it.
 """
 from . import cards, errors, ids, jsonrpc, messages, packet, properties, retry, states, topics
 from .errors import A2AError

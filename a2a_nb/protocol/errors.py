@@ -13,6 +13,8 @@ from types import MappingProxyType
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
+from ..error_base import A2ANbError
+
 # JSON-RPC 2.0
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -73,12 +75,17 @@ BINDING_NAMES: Mapping[int, str] = MappingProxyType({
 })
 
 
-class A2AError(Exception):
+class A2AError(A2ANbError):
     """A JSON-RPC error object as a Python exception (``code``, ``message``, optional ``data``).
 
     Raise it in a handler; the responder turns it into ``{"jsonrpc": "2.0", "id": ..., "error":
     err.to_dict()}`` on the reply path (Profile: Mandatory Binding-Specific Error Mapping 1-2).
+
+    An error a ``Requester`` received carries ``reply``: the requester's ``Reply`` it came in (which
+    agent answered, after how many attempts, its MQTT message); ``None`` for an error raised here.
     """
+
+    reply: Any
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         if not isinstance(code, int) or isinstance(code, bool):
@@ -89,6 +96,7 @@ class A2AError(Exception):
         self.code = code
         self.message = message
         self.data = data
+        self.reply = None
 
     def __str__(self) -> str:
         return f"{self.message} (JSON-RPC error {self.code}, {classify(self).name})"

@@ -18,6 +18,7 @@ import random
 import re
 import secrets
 from typing import Optional
+from ..error_base import A2ANbError
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 """Profile: Identifier Format (``org_id``, ``unit_id``, ``agent_id``, ``pool_id``, ``group_id``)."""
@@ -28,7 +29,7 @@ _UUID4_RE = re.compile(
 _ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
-class InvalidIdentifier(ValueError):
+class InvalidIdentifier(A2ANbError, ValueError):
     """An id that the profile's ``^[A-Za-z0-9_.-]+$`` rule rejects (Profile: Identifier Format)."""
 
 

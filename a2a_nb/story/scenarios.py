@@ -12,6 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..error_base import A2ANbError
 from ..agents.discovery import AgentEntry, Discovery
 from ..agents.requester import Requester
 from ..protocol import messages, pools, properties, states, topics
@@ -132,7 +133,7 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
     return result
 
 
-class AlreadyServed(RuntimeError):
+class AlreadyServed(A2ANbError, RuntimeError):
     """An agent the story would start is already live on the broker: starting it again under the same
     Client ID would take its session over (the broker disconnects the older one)."""
 

@@ -5,17 +5,15 @@ Names load lazily, so ``from a2a_nb.traffic import Recorder`` does not import pa
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..lazy_names import lazy_names
 
-_EXPORTS = {
-    "Recorder": "recorder", "read_records": "records", "write_records": "records",
-    "to_record": "records", "from_record": "records",
-    "load_traffic": "frame", "state_transitions": "frame", "routing_view": "frame", "latency_view": "frame",
-    "handovers": "frame", "reroutes": "frame",
-    "sequence_chart": "charts", "state_timeline": "charts", "reroute_chart": "charts", "latency_chart": "charts",
-    "mermaid_sequence": "charts", "show_mermaid": "charts",
-    "check_traffic": "lint", "lint_file": "lint", "main_lint": "lint",
-}
+if TYPE_CHECKING:  # the names this package offers: a type checker reads these lines, lazy_names loads each on first use
+    from .charts import latency_chart, mermaid_sequence, reroute_chart, sequence_chart, show_mermaid, state_timeline
+    from .frame import handovers, latency_view, load_traffic, reroutes, routing_view, state_transitions
+    from .lint import check_traffic, lint_file, main_lint
+    from .recorder import Recorder
+    from .records import from_record, read_records, to_record, write_records
 
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_names(__name__, {name: f".{module}" for name, module in _EXPORTS.items()})
+__getattr__, __dir__, __all__ = lazy_names(__name__)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Optional
 from jwcrypto import jwe, jwk, jws
 from jwcrypto.common import JWException, json_encode
 
+from ..error_base import A2ANbError
 from ..protocol import ubsp
 
 SIGN_ALG = "ES256"
@@ -33,7 +34,7 @@ MAX_SEALED_BYTES = 4 * 1024 * 1024
 """A sealed payload above this size is refused before it is parsed."""
 
 
-class SealError(ValueError):
+class SealError(A2ANbError, ValueError):
     """A payload could not be sealed or opened; the message says why in one line."""
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple, Optional
 from urllib.parse import urlsplit
 
+from ..error_base import A2ANbError
 from ..protocol.bounded_json import loads_bounded
 from ..protocol.safe_text import safe_text
 
@@ -60,7 +61,7 @@ HEAD_LIMIT = 16 * 1024
 _CHUNK = 16 * 1024
 
 
-class UntrustedKeySource(ValueError):
+class UntrustedKeySource(A2ANbError, ValueError):
     """A key source refused, in one line: ``refused jwksUri https://evil.example/k.json: host evil.example
     is not on the trusted list (trusted: 127.0.0.1:8443)`` (made by :meth:`refused`)."""
 

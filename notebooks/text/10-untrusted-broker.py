@@ -302,5 +302,5 @@ print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
 #
 # ## What's next
 # From a terminal: `python -m a2a_nb serve ticket-desk` accepts sealed requests, and
-# `python -m a2a_nb send ticket-desk "..." --ubsp --stream` sends one (README: When the broker cannot
-# be trusted). Back to the start: [00 · Start here](00-start-here.ipynb).
+# `python -m a2a_nb send ticket-desk "..." --ubsp --stream` sends one ([docs/ubsp.md](../docs/ubsp.md)).
+# Back to the start: [00 · Start here](00-start-here.ipynb).

@@ -68,9 +68,9 @@ def test_check_broker_on_the_kits_mosquitto_finds_every_capability_and_core_work
     assert "!" not in text.split("the profile on this broker")[0]  # no gap named under the CONNACK
 
 
-def test_the_readmes_check_broker_sample_is_what_the_command_prints(broker_url):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    sample = readme.split("$ python -m a2a_nb check-broker mqtt://127.0.0.1:1883\n", 1)[1].split("```", 1)[0]
+def test_the_docs_check_broker_sample_is_what_the_command_prints(broker_url):
+    page = (Path(__file__).resolve().parents[2] / "docs" / "another-broker.md").read_text()
+    sample = page.split("$ python -m a2a_nb check-broker mqtt://127.0.0.1:1883\n", 1)[1].split("```", 1)[0]
     printed = run_cli("check-broker", url=broker_url).stdout
     assert sample.splitlines()[1:] == printed.splitlines()[1:]  # all but the first line, which names the port
 

@@ -1,4 +1,4 @@
-"""A lesson's prose is a claim about the output under it (DESIGN.md, "Lessons a learner can trust").
+"""A lesson's prose is a claim about the output under it (docs/architecture.md, principle 6).
 
 Two halves hold text and output together:
 

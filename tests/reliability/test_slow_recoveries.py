@@ -6,8 +6,8 @@ Before: 30-34 s of silence, then one line (``lost the broker``, ``Task not found
 Now ``send`` says on stderr what happens while it waits (``broker gone ... reconnecting (attempt 1)``,
 ``broker back after ...``, ``its card says offline``, ``asking ... (GetTask, recovery 1 of 3)``,
 each unanswered attempt), recovers as soon as the agent announces itself again instead of at the
-stream idle timeout, and ends within the worst case the retry profile allows (README: When
-something goes wrong).
+stream idle timeout, and ends within the worst case the retry profile allows (docs/command-line.md,
+"While send waits").
 """
 from __future__ import annotations
 
