@@ -17,7 +17,7 @@ import a2a_nb
 
 OPERATOR = ("a2a_nb.cli", "a2a_nb.__main__", "a2a_nb.commands", "a2a_nb.mqtt.broker_check", "a2a_nb.mqtt.bridged",
             "a2a_nb.mqtt.status_plugin", "benchmarks")
-TOOLS_ON_THE_KIT = ("a2a_nb.probe", "a2a_nb.bridge")
+TOOLS_ON_THE_KIT = ("a2a_nb.probe", "a2a_nb.bridge", "a2a_nb.sdk")
 KIT_PACKAGES = ("protocol", "mqtt", "agents", "ubsp", "story", "traffic", "notebook")
 
 
@@ -63,7 +63,7 @@ LAYERS = [
     {"cli", "__main__", "commands"},
     {"__init__"},
     {"notebook"},
-    {"probe", "bridge"},
+    {"probe", "bridge", "sdk"},
     {"story"},
     {"traffic"},
     {"agents"},
