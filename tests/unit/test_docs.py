@@ -76,3 +76,15 @@ def test_every_principle_the_code_cites_is_written_in_the_architecture_page():
         if path.suffix == ".py":
             cited |= {int(n) for n in re.findall(r"architecture(?:\.md,)? principle (\d+)", path.read_text(encoding="utf-8"))}
     assert cited and cited <= principles, f"cited {sorted(cited)}, written {sorted(principles)}"
+
+
+def test_every_path_the_docs_name_exists():
+    """A file or folder of the repository named in backticks on a docs page (``tests/...``,
+    ``a2a_nb/...``, ``benchmarks/...``, ``scripts/...``) is there: a page never points at a test or a
+    module that was renamed or never written (docs/surfaces.md names the tests of every surface)."""
+    missing = []
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for path in re.findall(r"`((?:tests|a2a_nb|benchmarks|scripts)/[\w./-]*)`", page.read_text(encoding="utf-8")):
+            if not (ROOT / path.rstrip("/")).exists() and not (ROOT / "a2a_nb" / path).exists():
+                missing.append(f"{page.name}: {path}")
+    assert not missing, missing
