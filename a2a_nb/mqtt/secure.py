@@ -275,11 +275,12 @@ class SecureBroker(EmbeddedBroker):
     def __init__(self, port: Optional[int] = None, host: str = "127.0.0.1", *, org: str = ORG, unit: str = UNIT,
                  cast: Iterable[str] = CAST, pools: Mapping[str, Iterable[str]] = POOLS,
                  observers: Iterable[str] = ("recorder",), workdir: Optional[str] = None,
-                 use_mosquitto_passwd: Optional[bool] = None, start_timeout: float = 10.0):
+                 use_mosquitto_passwd: Optional[bool] = None, start_timeout: float = 10.0,
+                 broker_status: bool = True):
         folder = Path(workdir or tempfile.mkdtemp(prefix="a2a-nb-secure-broker-"))
         folder.mkdir(parents=True, exist_ok=True)
         super().__init__(port=port, host=host, start_timeout=start_timeout, workdir=str(folder),
-                         listener_options="", extra_config="")
+                         listener_options="", extra_config="", broker_status=broker_status)
         self.org, self.unit = org, unit
         self.folder = folder
         if workdir is None:

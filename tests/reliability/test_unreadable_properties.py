@@ -153,3 +153,38 @@ def test_the_kits_broker_refuses_unreadable_properties_on_every_topic(caplog):
         assert disc.session.unreadable_drops == 0 and disc.session.connect_count == 1
         log = (kit.workdir / "mosquitto.log").read_text()
         assert log.count("U+FEFF in a property") == 1, "one notice a minute, not one a refusal"
+
+
+@pytest.mark.skipif(plugin_path() is None, reason="the a2a_status plugin cannot be built here")
+def test_on_broker_secure_the_least_privileged_login_is_refused_and_its_will_costs_one_reconnect():
+    """``broker --secure`` loads the plugin: the ``cli`` login's own card with U+FEFF is refused. Its
+    Will is not (Mosquitto 2.0 has no plugin hook on Wills): the session's own defence takes over."""
+    from paho.mqtt.reasoncodes import ReasonCode
+
+    from a2a_nb.mqtt.secure import SecureBroker
+
+    with SecureBroker() as secure:
+        login = secure.credentials("cli")
+        assert login.username is not None
+        own_card = f"$a2a/v1/discovery/{login.username}"
+        acks: dict[int, int] = {}
+        c = paho_client(login, login.username)
+        c.on_publish = lambda cl, u, mid, rc, p: acks.__setitem__(mid, rc.value)
+        will = Properties(PacketTypes.WILLMESSAGE)
+        will.UserProperty = [("a2a-status", "offline" + BOM)]
+        c.will_set(own_card, b'{"name":"cli"}', qos=1, retain=True, properties=will)
+        c.connect(secure.host, secure.port)
+        c.loop_start()
+        p = Properties(PacketTypes.PUBLISH)
+        p.UserProperty = [("a2a-status", "online" + BOM)]
+        info = c.publish(own_card, b'{"name":"cli"}', qos=1, retain=True, properties=p)
+        assert wait_until(lambda: info.mid in acks, 10) and acks[info.mid] == 135
+        c.disconnect(reasoncode=ReasonCode(PacketTypes.DISCONNECT, "Disconnect with will message"))
+        c.loop_stop()
+        disc = Discovery(secure.org, secure.unit, agent="discovery", broker=secure.credentials("discovery"))
+        assert wait_until(lambda: disc.session.connect_count == 2 and disc.session.connected, 15), \
+            "the Will passed the plugin; the session renews without retained messages"
+        echo = Responder("echo", echo_handler, org=secure.org, unit=secure.unit,
+                         card=echo_card(secure.org, secure.unit), broker=secure.credentials("echo"))
+        assert wait_until(lambda: "echo" in disc.entries, 10), "cards published after are still seen"
+        assert disc.session.connect_count == 2 and echo.session.connect_count == 1
