@@ -15,6 +15,9 @@ least an attacker needs: a bare paho client with any login that may publish a re
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import uuid
 
 import paho.mqtt.client as mqtt
@@ -100,6 +103,33 @@ def test_a_retained_card_paho_cannot_read_does_not_take_a_pool_member_off_the_br
     assert session.connect_count == 2 and session.unreadable_drops == 1, "one drop, one reconnect, no loop"
     warned = [r for r in caplog.records if "could not read a message" in r.getMessage()]
     assert len(warned) == 1 and warned[0].levelno == logging.WARNING and "\n" not in warned[0].getMessage()
+
+
+def test_serve_echo_and_send_on_the_command_line_work_beside_a_poison_card(foreign, mallory, tmp_path):
+    """The issue's case as a user meets it: ``serve echo`` (its ubsp-v1 key directory reads the unit's
+    cards on the agent's own connection) and ``send`` (which looks the card up). Before: ``serve``
+    reconnected ~9 times a second and every ``send`` failed."""
+    unit = uid("unit")
+    assert mallory.poison_card(unit) == 16
+    env = dict(os.environ, A2A_BROKER_URL=foreign.url, XDG_STATE_HOME=str(tmp_path))
+    cli = [sys.executable, "-m", "a2a_nb"]
+    serve = subprocess.Popen(cli + ["serve", "echo", "--unit", unit], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        cards: list[MqttMessage] = []
+        Session(ORG, unit, uid("watch"), broker=foreign.url).subscribe(topics.discovery_topic(ORG, unit, "echo"),
+                                                                      handler=cards.append)
+        assert wait_until(lambda: cards, 30), "echo never published its card"
+        for i in range(3):
+            sent = subprocess.run(cli + ["send", "echo", f"hello {i}", "--unit", unit], env=env, capture_output=True,
+                                  text=True, timeout=60)
+            assert sent.returncode == 0 and f"hello {i}" in sent.stdout, sent.stdout + sent.stderr
+    finally:
+        serve.terminate()
+        _, err = serve.communicate(timeout=30)
+    log = (foreign.workdir / "mosquitto.log").read_text()
+    assert log.count(f"as acme/{unit}/echo ") <= 2, "one drop at most, not a reconnect loop"
+    assert err.count("paho could not read a message") <= 1
 
 
 def test_a_live_unreadable_request_costs_one_reconnect(foreign, mallory):
