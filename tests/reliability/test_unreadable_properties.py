@@ -218,3 +218,26 @@ def test_on_broker_secure_the_least_privileged_login_is_refused_and_its_will_cos
                          card=echo_card(secure.org, secure.unit), broker=secure.credentials("echo"))
         assert wait_until(lambda: "echo" in disc.entries, 10), "cards published after are still seen"
         assert disc.session.connect_count == 2 and echo.session.connect_count == 1
+
+
+def test_a_retained_request_is_not_read_again_at_every_connect(foreign, mallory):
+    """Anyone may write an agent's request topic (the secure ACL too), so anyone could leave a request
+    there retained, to be answered again (or, unreadable, to drop the agent) at every (re)subscribe.
+    The agent reads its request topics live only (Retain Handling 2)."""
+    unit = uid("unit")
+    agent = uid("echo")
+    replies: list[MqttMessage] = []
+    watcher = Session(ORG, unit, uid("replies"), broker=foreign.url)
+    watcher.subscribe(f"$a2a/v1/reply/{ORG}/{unit}/mallory/#", handler=replies.append)
+    request = {"jsonrpc": "2.0", "id": "r1", "method": "SendMessage",
+               "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "replayed"}]}}}
+    ack = mallory.publish(f"$a2a/v1/request/{ORG}/{unit}/{agent}", encode_json(request),
+                          ResponseTopic=f"$a2a/v1/reply/{ORG}/{unit}/mallory/x", CorrelationData=b"c1",
+                          ContentType="application/json")
+    assert ack == 16, "retained, nobody listening yet"
+    echo = Responder(agent, echo_handler, unit=unit, card=echo_card(ORG, unit, agent), broker=foreign.url,
+                     options=ResponderOptions(inline=True))
+    reply = Requester(uid("req"), unit=unit, broker=foreign.url, retry=RETRY).send(agent, "live")
+    assert reply.message is not None and "live" in str(reply.message)
+    assert echo.stats.requests == 1 and replies == [], "the retained request was never read"
+    assert echo.session.connect_count == 1 and echo.session.unreadable_drops == 0
