@@ -9,8 +9,12 @@ least an attacker needs: a bare paho client with any login that may publish a re
   connection once, reconnects without retained messages, says so in one warning, and keeps answering;
   a live unreadable message costs one reconnect, not a loop. Discovery and the recorder degrade the same
   way and still see what is published after. Before the fix: 8-19 reconnects a second, sends failed.
-* On the kit's broker (``a2a_status`` plugin): such a PUBLISH is refused (PUBACK 135) on every topic,
-  in a User Property, the Content Type or the Response Topic; nothing is retained, nobody drops.
+  ``serve echo`` and ``send`` on the command line work beside the poison card.
+* On the kit's broker (``a2a_status`` plugin, ``broker`` and ``broker --secure``): such a PUBLISH is
+  refused (PUBACK 135) on every topic, in a User Property, the Content Type or the Response Topic;
+  nothing is retained, nobody drops. A Will carrying U+FEFF passes (no plugin hook): one reconnect.
+* An agent reads its request topics live only: a request left retained is never read (neither
+  answered again at every connect, nor able to drop the agent).
 """
 from __future__ import annotations
 
@@ -241,3 +245,4 @@ def test_a_retained_request_is_not_read_again_at_every_connect(foreign, mallory)
     assert reply.message is not None and "live" in str(reply.message)
     assert echo.stats.requests == 1 and replies == [], "the retained request was never read"
     assert echo.session.connect_count == 1 and echo.session.unreadable_drops == 0
+
