@@ -209,8 +209,8 @@ class Responder:
         self._announce(properties.ONLINE)
         t = threading.Thread(target=self._watch_claims, name=f"{self.agent}-takeovers", daemon=True)
         t.start()
-        self.session.subscribe(Subscription(topics.pool_topic(self.org, self.unit, self.pool or ""), retain_handling=LIVE_ONLY),
-                               handler=self._on_pool_request)
+        pool_topic = topics.pool_topic(self.org, self.unit, self.pool or "")
+        self.session.subscribe(Subscription(pool_topic, retain_handling=LIVE_ONLY), handler=self._on_pool_request)
 
     def _presence_message(self, status: str, source: str) -> MqttMessage:
         return pools.presence_message(self.org, self.unit, self.pool or "", self.agent, status, source)

@@ -22,7 +22,9 @@
  *      retained, with a2a-status=offline, a2a-status-source=broker.
  *
  * Anything else is left as it came: other topics, a card published by another client (a bridge, a
- * tool), cards it cannot keep.
+ * tool), cards it cannot keep. The agent's own Last Will (offline, source lwt) is sent by Mosquitto
+ * without passing this plugin; this plugin's offline card follows it, so the retained card a
+ * subscriber reads last says offline/broker (tests/integration/test_broker_status.py).
  *
  * And on every topic: a PUBLISH with U+FEFF in a property string (a User Property's name or value,
  * the Content Type, the Response Topic) is refused (PUBACK 135 Not authorized; a QoS 0 one is
@@ -30,9 +32,8 @@
  * the client that *receives* it as a malformed packet: one such retained card would take every
  * kit client that reads it off the broker (docs/paho-feff-bug.md). Mosquitto 2.0 gives plugins no
  * hook on a client's Will, so a Will carrying U+FEFF still passes: the kit's session survives it
- * (a2a_nb/mqtt/session.py: it stops asking for retained messages after such a drop). The agent's own Last Will (offline, source lwt) is sent
- * by Mosquitto without passing this plugin; this plugin's offline card follows it, so the retained
- * card a subscriber reads last says offline/broker (tests/integration/test_broker_status.py).
+ * (a2a_nb/mqtt/session.py: it stops asking for retained messages after such a drop). Bounds and
+ * tests: docs/surfaces-retained.md, tests/integration/test_broker_status_bounds.py.
  *
  * Built by a2a_nb/mqtt/status_plugin.py with the system C compiler and Debian's mosquitto-dev and
  * libmosquitto-dev headers; the mosquitto_* functions come from the broker itself when it loads it.
