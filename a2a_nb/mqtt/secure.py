@@ -270,6 +270,9 @@ class SecureBroker(EmbeddedBroker):
     ``cast`` agents (in ``org``/``unit``) get credentials at start; ``pools`` maps a pool id to the
     agents allowed to consume it; ``observers`` may read every ``$a2a/#`` topic (a recorder).
     ``broker.credentials("ticket-desk")`` is the :class:`BrokerEndpoint` that agent connects with.
+    ``broker_status``: load the ``a2a_status`` plugin where it can be built (``status_plugin.py``): the
+    broker marks cards online/offline itself and refuses PUBLISHes that paho clients cannot read
+    (U+FEFF in a property: ``docs/surfaces-retained.md``).
     """
 
     def __init__(self, port: Optional[int] = None, host: str = "127.0.0.1", *, org: str = ORG, unit: str = UNIT,
