@@ -495,7 +495,8 @@ class Session:
         threading.Thread(target=run, name=f"{self.agent}-reconnected", daemon=True).start()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
-        unreadable = not flags.is_disconnect_packet_from_server and reason_code == _PAHO_PROTOCOL_ERROR
+        unreadable = (self._connected and not flags.is_disconnect_packet_from_server
+                      and reason_code == _PAHO_PROTOCOL_ERROR)  # on an accepted connection: garbage is not this
         if unreadable and not self._closed:
             self._unreadable()
         if self.connect_count and not self._closed and self._lost is None:  # not our own close()
