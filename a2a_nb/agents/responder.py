@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
-from ..mqtt.session import Session
+from ..mqtt.session import Session, Subscription
 from ..protocol import cards, errors, inbound, jsonrpc, messages, pools, properties, states, task_pages, topics
 from ..protocol import ubsp as ubsp_rules
 from ..protocol.errors import A2AError
 from ..protocol.ids import IdSource
-from ..protocol.packet import MqttMessage, encode_json
+from ..protocol.packet import LIVE_ONLY, MqttMessage, encode_json
 from .auth import BearerPolicy
 from .context import TaskContext
 from .reply_paths import BLOCKING, STREAM, Listener, Seal
@@ -178,7 +178,7 @@ class Responder:
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
-        self.session.subscribe(self.request_topic, handler=self._on_request)
+        self.session.subscribe(Subscription(self.request_topic, retain_handling=LIVE_ONLY), handler=self._on_request)
         if self.card is not None:  # before joining a pool: the other members read an online card as "live"
             self.publish_card()
         if self.pool:
@@ -209,7 +209,8 @@ class Responder:
         self._announce(properties.ONLINE)
         t = threading.Thread(target=self._watch_claims, name=f"{self.agent}-takeovers", daemon=True)
         t.start()
-        self.session.subscribe(topics.pool_topic(self.org, self.unit, self.pool or ""), handler=self._on_pool_request)
+        pool_topic = topics.pool_topic(self.org, self.unit, self.pool or "")
+        self.session.subscribe(Subscription(pool_topic, retain_handling=LIVE_ONLY), handler=self._on_pool_request)
 
     def _presence_message(self, status: str, source: str) -> MqttMessage:
         return pools.presence_message(self.org, self.unit, self.pool or "", self.agent, status, source)

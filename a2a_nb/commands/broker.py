@@ -47,7 +47,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return 2
     print(broker.url, flush=True)
     print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
-    if plain is not None and plain.broker_status:
+    managed = plain or secure  # the kit's own Mosquitto, with the a2a_status plugin where it builds
+    if managed is not None and managed.broker_status:
         from ..mqtt.status_plugin import plugin_path
 
         if plugin_path():  # when it could not be built, the log's warning has said why (once)

@@ -270,16 +270,20 @@ class SecureBroker(EmbeddedBroker):
     ``cast`` agents (in ``org``/``unit``) get credentials at start; ``pools`` maps a pool id to the
     agents allowed to consume it; ``observers`` may read every ``$a2a/#`` topic (a recorder).
     ``broker.credentials("ticket-desk")`` is the :class:`BrokerEndpoint` that agent connects with.
+    ``broker_status``: load the ``a2a_status`` plugin where it can be built (``status_plugin.py``): the
+    broker marks cards online/offline itself and refuses PUBLISHes that paho clients cannot read
+    (U+FEFF in a property: ``docs/surfaces-retained.md``).
     """
 
     def __init__(self, port: Optional[int] = None, host: str = "127.0.0.1", *, org: str = ORG, unit: str = UNIT,
                  cast: Iterable[str] = CAST, pools: Mapping[str, Iterable[str]] = POOLS,
                  observers: Iterable[str] = ("recorder",), workdir: Optional[str] = None,
-                 use_mosquitto_passwd: Optional[bool] = None, start_timeout: float = 10.0):
+                 use_mosquitto_passwd: Optional[bool] = None, start_timeout: float = 10.0,
+                 broker_status: bool = True):
         folder = Path(workdir or tempfile.mkdtemp(prefix="a2a-nb-secure-broker-"))
         folder.mkdir(parents=True, exist_ok=True)
         super().__init__(port=port, host=host, start_timeout=start_timeout, workdir=str(folder),
-                         listener_options="", extra_config="")
+                         listener_options="", extra_config="", broker_status=broker_status)
         self.org, self.unit = org, unit
         self.folder = folder
         if workdir is None:

@@ -9,6 +9,15 @@ waits for PUBACK/SUBACK so callers see broker reason codes (code 16 "No matching
 surfaced), sets TCP_NODELAY on every socket (the "40 ms trap"), keeps one live client per client
 ID and resubscribes after a reconnect.
 
+A message paho cannot read ends the connection that receives it (paho 2.2 refuses U+FEFF in a
+property string, which MQTT v5 allows: ``docs/paho-feff-bug.md``); the broker would send a retained
+one again with every resubscription, and the session would reconnect many times a second for as long
+as it stays retained. So after such a drop (paho's own "Protocol error", not the broker's) the session
+renews its subscriptions with Retain Handling 2 (MQTT v5 §3.8.3.1: no retained messages at subscribe
+time), says so once in a warning, and carries on: live messages still arrive; retained ones sent
+before are not read again on this session (``skips_retained``). Each live unreadable message costs one
+reconnect; the kit's broker refuses them (``plugins/a2a_status.c``).
+
 Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
 QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties),
 Request/Reply Mapping (Response Topic and Correlation Data as MQTT v5 properties).
@@ -189,6 +198,11 @@ def topic_matches(filter_: str, topic: str) -> bool:
     return len(f) == len(t)
 
 
+_PAHO_PROTOCOL_ERROR = ReasonCode(PacketTypes.DISCONNECT, "Protocol error")
+"""What paho hands ``on_disconnect`` when it ended the connection itself on a packet it could not
+read (a ``MalformedPacket``: paho's documented ``convert_disconnect_error_code_to_reason_code``)."""
+
+
 def _publish_result(reason_code: ReasonCode) -> PublishResult:
     """The PUBACK reason code paho hands ``on_publish`` (MQTT v5 §3.4.2.1), as a plain value."""
     return _result_for(reason_code.packetType, reason_code.value)
@@ -269,6 +283,10 @@ class Session:
         until it has answered."""
         self._dropped_before_connack = False  # the broker closed the first connection without a CONNACK
         self._closed = False
+        self.unreadable_drops = 0
+        """Connections paho ended because it could not read a packet the broker sent (see the module docstring)."""
+        self.skips_retained = False
+        """After such a drop: subscriptions are renewed without their retained messages."""
         self.connect_count = 0
         self.received = 0
         self._client = self._make_client()
@@ -459,7 +477,7 @@ class Session:
             subs = list(self._subs)
             self._cond.notify_all()
         if resubscribe and subs:
-            client.subscribe([(s.filter, _options(s)) for s, _ in subs])
+            client.subscribe([(s.filter, self._subscribe_options(s)) for s, _ in subs])
         if self._connected and self.connect_count > 1 and self.on_reconnect is not None:
             self._run_reconnect_hook()
 
@@ -478,15 +496,36 @@ class Session:
         threading.Thread(target=run, name=f"{self.agent}-reconnected", daemon=True).start()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        unreadable = (self._connected and not flags.is_disconnect_packet_from_server
+                      and reason_code == _PAHO_PROTOCOL_ERROR)  # on an accepted connection: garbage is not this
+        if unreadable and not self._closed:
+            self._unreadable()
         if self.connect_count and not self._closed and self._lost is None:  # not our own close()
             why = (f"it closed the connection: {reason_code} ({reason_code.value})"
-                   if flags.is_disconnect_packet_from_server else "connection lost")
+                   if flags.is_disconnect_packet_from_server
+                   else "paho could not read a message it sent" if unreadable else "connection lost")
             self._lost, self._reconnects, self._lost_index = (time.monotonic(), why), 0, self._broker_index
         with self._cond:
             self._connected = False
             if self._connack is None:
                 self._dropped_before_connack = True
             self._cond.notify_all()
+
+    def _subscribe_options(self, sub: Subscription) -> SubscribeOptions:
+        """``sub``'s options; Retain Handling 2 (no retained messages) once the session ``skips_retained``."""
+        return _options(replace(sub, retain_handling=2) if self.skips_retained else sub)
+
+    def _unreadable(self) -> None:
+        """paho dropped the connection on a packet it could not read (network thread): from now on the
+        subscriptions are renewed without retained messages, so a retained one cannot do it again."""
+        self.unreadable_drops += 1
+        if self.skips_retained:
+            return
+        self.skips_retained = True
+        log.warning("%s: paho could not read a message from the broker at %s (e.g. U+FEFF in a property: "
+                    "docs/paho-feff-bug.md) and dropped the connection; reconnecting without retained messages: "
+                    "cards and presence retained before now are not seen by this session", self.client_id,
+                    self.endpoint.url)
 
     def _deliver(self, burst: list[mqtt.MQTTMessage]) -> None:
         """Messages paho delivered together (``on_message``: every PUBLISH, QoS 0, 1 and 2, once)."""
@@ -643,14 +682,7 @@ class Session:
             present = next((h for s, h in self._subs if s.filter == sub.filter), None)
             self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter] + [(sub, Fanout.join(present, handler))]
             self._route_cache = {}
-        rc, mid = self._client.subscribe(sub.filter, options=_options(sub))
-        if rc != mqtt.MQTT_ERR_SUCCESS:
-            raise SessionError(f"{self.client_id}: subscribe to {sub.filter} failed: {mqtt.error_string(rc)}")
-        assert mid is not None  # paho numbers every SUBSCRIBE it accepted
-        with self._cond:
-            if not self._cond.wait_for(lambda: mid in self._subacks or self._closed, timeout):
-                raise SessionError(f"{self.client_id}: no SUBACK for {sub.filter} within {timeout:.1f} s")
-            codes = self._subacks.pop(mid, [0x80])
+        codes = self._subscribe_once_acked(sub, timeout)
         if codes[0] >= 0x80:
             with self._cond:
                 self._subs = [(s, h) for s, h in self._subs if s.filter != sub.filter]
@@ -658,6 +690,32 @@ class Session:
             raise SessionError(f"{self.client_id}: the broker refused the subscription to {sub.filter} "
                                f"(reason code {codes[0]})", codes[0])
         return codes[0]
+
+    def _subscribe_once_acked(self, sub: Subscription, timeout: float) -> list[int]:
+        """Send SUBSCRIBE for ``sub`` and wait for its SUBACK's codes. A connection lost meanwhile (a
+        message paho cannot read arrives right after an earlier SUBACK) loses the SUBSCRIBE: the reconnect
+        renews every subscription, and this one is sent again on the new connection for its own SUBACK."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._cond:
+                if self.connect_count:  # lost before: wait for the reconnect
+                    self._cond.wait_for(lambda: self._connected or self._closed, max(0.0, deadline - time.monotonic()))
+                epoch = self.connect_count
+            rc, mid = self._client.subscribe(sub.filter, options=self._subscribe_options(sub))
+            if rc == mqtt.MQTT_ERR_NO_CONN and epoch and not self._closed and time.monotonic() < deadline:
+                with self._cond:
+                    self._cond.wait(0.05)  # paho saw the loss before on_disconnect told this session
+                continue
+            if rc != mqtt.MQTT_ERR_SUCCESS:
+                raise SessionError(f"{self.client_id}: subscribe to {sub.filter} failed: {mqtt.error_string(rc)}")
+            assert mid is not None  # paho numbers every SUBSCRIBE it accepted
+            with self._cond:
+                self._cond.wait_for(lambda: mid in self._subacks or self._closed or not self._connected
+                                    or self.connect_count != epoch, max(0.0, deadline - time.monotonic()))
+                if mid in self._subacks or self._closed:
+                    return self._subacks.pop(mid, [0x80])
+            if time.monotonic() >= deadline:
+                raise SessionError(f"{self.client_id}: no SUBACK for {sub.filter} within {timeout:.1f} s")
 
     def unsubscribe(self, filter_: str, timeout: float = 5.0, handler: Optional[Handler] = None) -> None:
         """Stop ``handler``'s share of ``filter_`` (others subscribed to it keep it), or, without a

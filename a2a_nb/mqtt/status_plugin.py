@@ -1,9 +1,12 @@
 """Broker-managed status for the kit's embedded Mosquitto: the ``a2a_status`` plugin, built on demand.
 
 Profile: Optional Broker-Managed Status via MQTT User Properties (Extended conformance 2). The plugin
-(``plugins/a2a_status.c``, about 200 lines of C against Mosquitto 2.0's plugin API) makes the broker
+(``plugins/a2a_status.c``, about 350 lines of C against Mosquitto 2.0's plugin API) makes the broker
 mark each agent's card ``a2a-status=online``/``a2a-status-source=broker`` while the agent is connected
-and publish it ``offline`` (source ``broker``) the moment its connection ends.
+and publish it ``offline`` (source ``broker``) the moment its connection ends. It keeps a bounded copy
+of each card (64 KiB payload, 4 KiB properties, 1,024 agents: ``docs/surfaces-retained.md``), and it
+refuses (PUBACK 135) any PUBLISH with U+FEFF in a property string, which paho-mqtt 2.2 clients cannot
+receive (``docs/paho-feff-bug.md``).
 
 :func:`plugin_path` compiles it once per source version with the system C compiler into the user's
 cache folder (``$XDG_CACHE_HOME/a2a_nb``, else ``~/.cache/a2a_nb``) and returns the shared library, or

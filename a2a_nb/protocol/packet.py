@@ -17,6 +17,12 @@ from .properties import UserProperties
 PROFILE_QOS = 1
 """Discovery, request and reply paths use QoS 1 (Profile: QoS Guidance): every message's default."""
 
+LIVE_ONLY = 2
+"""MQTT v5 Retain Handling 2 (§3.8.3.1): no retained messages at subscribe time. A request is never
+retained business (Request/Reply Mapping): an agent reads its request topics with it, so a request
+that anyone may publish retained is not answered again at every reconnect, and a retained message
+on them that paho cannot read (``docs/paho-feff-bug.md``) cannot keep the agent off the broker."""
+
 
 @dataclass(frozen=True)
 class MqttMessage:

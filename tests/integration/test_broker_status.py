@@ -104,17 +104,19 @@ def test_an_unregistered_card_is_forgotten_and_nobody_else_speaks_for_an_agent(b
     assert cards.of("someone") == [("online", "agent", 18)], "not its own card: not the broker's word"
 
 
-def test_a_card_over_64_kib_is_forwarded_marked_but_not_kept_for_the_offline_word(broker_url, unit):
+def test_a_card_over_64_kib_is_forwarded_as_sent_not_marked_by_a_broker_that_could_not_say_offline(broker_url, unit):
     cards = Cards(broker_url, unit)
     big = Session(ORG, unit, "big", broker=broker_url)
-    big.publish(MqttMessage(topics.discovery_topic(ORG, unit, "big"), b"x" * (64 * 1024 + 1), retain=True))
+    online = properties.presence_properties(properties.ONLINE, properties.SOURCE_AGENT)
+    big.publish(MqttMessage(topics.discovery_topic(ORG, unit, "big"), b"x" * (64 * 1024 + 1), retain=True,
+                            user_properties=online))
     assert wait_until(lambda: cards.of("big"), 3)
     big.close()
     small = Session(ORG, unit, "small", broker=broker_url)  # a later event: everything before it has arrived
     small.publish(MqttMessage(topics.discovery_topic(ORG, unit, "small"), b"{}", retain=True))
     small.close()
     assert wait_until(lambda: ("offline", "broker") in [c[:2] for c in cards.of("small")], 3)
-    assert cards.of("big") == [("online", "broker", 64 * 1024 + 1)]
+    assert cards.of("big") == [("online", "agent", 64 * 1024 + 1)], "the agent's own word, and no offline/broker"
 
 
 def test_a_broker_without_the_plugin_leaves_cards_as_agents_publish_them(unit):
