@@ -24,7 +24,6 @@ import subprocess
 import sys
 import uuid
 
-import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
