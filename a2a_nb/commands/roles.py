@@ -317,6 +317,11 @@ def routes_path() -> Optional[str]:
         print(f"note: cannot keep routes in {path} ({exc.strerror or exc}): a follow-up with --task will not know "
               "which analyst a handover named", file=sys.stderr, flush=True)
         return None
+    from ..agents.routes_store import set_aside_if_damaged
+
+    damaged = set_aside_if_damaged(str(path))  # a damaged file is moved aside: this send goes on
+    if damaged:
+        print(damaged, file=sys.stderr, flush=True)
     return str(path)
 
 
