@@ -15,7 +15,7 @@ from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.commands import sender_slots
 from a2a_nb.story.cast import echo_card, echo_handler
 
-from .test_secure_cast import TAKEOVER, banner_value, read_until, secure_broker_process, stop  # noqa: F401
+from .test_secure_cast import TAKEOVER, banner_value, read_until, secure_broker_process, stop  # noqa: F401, F811 (a fixture)
 
 SENDS = 10
 
@@ -61,7 +61,7 @@ def test_ten_sends_at_once_all_succeed_on_an_open_broker(private_broker, tmp_pat
 
 def test_ten_sends_at_once_all_succeed_on_the_secure_broker(secure_broker_process, tmp_path):
     """Eight ``cli`` logins for ten sends: the last ones wait for a free login, none takes one over."""
-    _, url, banner = secure_broker_process
+    _, _, banner = secure_broker_process
     env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_BROKER")}
     env.update(A2A_BROKER_URL=banner_value(banner, r"export A2A_BROKER_URL='(mqtts://127[^']+)'"),
                A2A_BROKER_CREDENTIALS=banner_value(banner, r"export A2A_BROKER_CREDENTIALS=(\S+)"),
