@@ -15,7 +15,7 @@ from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.commands import sender_slots
 from a2a_nb.story.cast import echo_card, echo_handler
 
-from .test_secure_cast import TAKEOVER, banner_value, read_until, secure_broker_process, stop  # noqa: F401, F811 (a fixture)
+from .test_secure_cast import TAKEOVER, banner_value, read_until, secure_broker_process, stop  # noqa: F401 (a fixture)
 
 SENDS = 10
 
@@ -59,7 +59,7 @@ def test_ten_sends_at_once_all_succeed_on_an_open_broker(private_broker, tmp_pat
     assert "cli" in clients and len(clients) >= 2, clients  # they overlapped, each with a name of its own
 
 
-def test_ten_sends_at_once_all_succeed_on_the_secure_broker(secure_broker_process, tmp_path):
+def test_ten_sends_at_once_all_succeed_on_the_secure_broker(secure_broker_process, tmp_path):  # noqa: F811
     """Eight ``cli`` logins for ten sends: the last ones wait for a free login, none takes one over."""
     _, _, banner = secure_broker_process
     env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_BROKER")}
