@@ -164,13 +164,20 @@ def cmd_send(args: argparse.Namespace) -> int:
         local = _local_keys()
         if local is None:
             raise UsageError("--ubsp needs the 'secure' extra (pip install 'a2a_nb[secure]')")
-    agent = sender_agent(args)
+    try:
+        slot = claim_sender(args)  # held until this send ends: no other send of this user takes its name
+    except BaseException:
+        if local is not None:
+            local.close()
+        raise
+    agent = slot.agent
     try:
         req = Requester(agent, org=args.org, unit=args.unit, broker=args.broker, retry=retry,
                         routes_path=routes_path(), ubsp=local.ubsp(args.org, args.unit, agent, trust) if local else None)
     except BaseException:
         if local is not None:
             local.close()
+        slot.release()
         raise
     req.on_notice = _say  # the broker gone and back, a stream recovered: said while it happens
     req.on_attempt = _say_attempt
@@ -215,6 +222,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         req.close()
         if local is not None:
             local.close()
+        slot.release()
 
 
 def _say(text: str) -> None:
@@ -298,10 +306,7 @@ def routes_path() -> Optional[str]:
     ``$XDG_STATE_HOME/a2a_nb/routes.sqlite`` (default ``~/.local/state/a2a_nb/``), folder and file
     readable by their owner only; the store keeps the most recent routes (``SqliteRoutes``). None,
     after a note, when it cannot be made: ``send`` then works without it."""
-    from pathlib import Path
-
-    state_home = os.environ.get("XDG_STATE_HOME", "")
-    folder = (Path(state_home) if os.path.isabs(state_home) else Path.home() / ".local" / "state") / "a2a_nb"
+    folder = state_folder()
     path = folder / "routes.sqlite"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -312,7 +317,45 @@ def routes_path() -> Optional[str]:
         print(f"note: cannot keep routes in {path} ({exc.strerror or exc}): a follow-up with --task will not know "
               "which analyst a handover named", file=sys.stderr, flush=True)
         return None
+    from ..agents.routes_store import set_aside_if_damaged
+
+    damaged = set_aside_if_damaged(str(path))  # a damaged file is moved aside: this send goes on
+    if damaged:
+        print(damaged, file=sys.stderr, flush=True)
     return str(path)
+
+
+def state_folder():
+    """``$XDG_STATE_HOME/a2a_nb`` (default ``~/.local/state/a2a_nb``): where ``send`` keeps what outlives
+    one run (the routes file, the sender slots)."""
+    from pathlib import Path
+
+    state_home = os.environ.get("XDG_STATE_HOME", "")
+    return (Path(state_home) if os.path.isabs(state_home) else Path.home() / ".local" / "state") / "a2a_nb"
+
+
+def claim_sender(args: argparse.Namespace):
+    """The name this ``send`` uses, held while it runs (``sender_slots.py``): ``cli``, else the next free
+    of ``cli-2``, ``cli-3``, ... (on ``broker --secure``: the ``cli`` logins the credentials file holds);
+    a login in the URL is the only name, taken in turns."""
+    from ..mqtt.broker import ENV_CREDENTIALS, ENV_URL, BrokerEndpoint
+    from . import sender_slots
+
+    base = sender_agent(args)
+    url = args.broker or os.environ.get(ENV_URL)
+    credentials = os.environ.get(ENV_CREDENTIALS)
+    if url and BrokerEndpoint.from_url(url).username:
+        names = [base]
+    elif credentials:
+        names = sender_slots.slot_names(base, sender_slots.credential_agents(credentials, args.org, args.unit)) \
+            or [base]
+    else:
+        names = sender_slots.slot_names(base)
+    try:
+        return sender_slots.claim(state_folder() / "senders", args.org, args.unit, names)
+    except TimeoutError as exc:
+        raise CliError(f"{exc}: not sent", hint="wait for the other sends to finish, or start fewer at once") \
+            from None
 
 
 def follow_up_target(req, args: argparse.Namespace) -> str:

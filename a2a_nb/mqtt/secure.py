@@ -79,12 +79,17 @@ DESK_ANALYSTS: tuple[str, ...] = ("analyst-1", "analyst-2", "analyst-3", "analys
 """The ticket desk's analyst slots at its default capacity (``story.cast.MAX_ANALYSTS``; a test checks
 they agree): pre-issued, so a desk served in another shell logs each analyst in as itself."""
 
+CLI_LOGINS: tuple[str, ...] = ("cli", *(f"cli-{n}" for n in range(2, 9)))
+"""The logins of ``python -m a2a_nb send``: one per command running at once (the broker renames every
+client after its login, so two sends with one login would take each other's session over); each
+``send`` claims a free one (``a2a_nb.commands.sender_slots``)."""
+
 CAST: tuple[str, ...] = (
-    "ticket-desk", *DESK_ANALYSTS, "coordinator", "coordinator-discovery", "discovery", "echo", "cli", "bridge",
+    "ticket-desk", *DESK_ANALYSTS, "coordinator", "coordinator-discovery", "discovery", "echo", *CLI_LOGINS, "bridge",
     "analyst-analysts-1", "analyst-analysts-2", "analyst-analysts-3", "analyst-analysts-4",
 )
 """Agents of the story that get credentials at start (any other agent: ``credentials(agent)``);
-``cli`` is ``python -m a2a_nb send``, ``bridge`` is ``python -m a2a_nb bridge``."""
+``cli`` .. ``cli-8`` are ``python -m a2a_nb send`` (:data:`CLI_LOGINS`), ``bridge`` is ``python -m a2a_nb bridge``."""
 
 POOLS: Mapping[str, tuple[str, ...]] = {
     "analysts": ("analyst-analysts-1", "analyst-analysts-2", "analyst-analysts-3", "analyst-analysts-4"),

@@ -18,6 +18,14 @@ time), says so once in a warning, and carries on: live messages still arrive; re
 before are not read again on this session (``skips_retained``). Each live unreadable message costs one
 reconnect; the kit's broker refuses them (``plugins/a2a_status.c``).
 
+What a broker can send the session, and its bounds (the broker is untrusted: a fake one on a port, or
+a real one that misbehaves): packets of at most ``max_packet_size`` bytes (16 MiB; sent in CONNECT as
+Maximum Packet Size, and enforced by the network loop, which also says "not an MQTT broker" for an
+answer to CONNECT that is not a small CONNACK: ``network_loop.py``); messages on topics this session
+never subscribed to are dropped and counted (``unsolicited``); messages for a subscription without a
+handler wait in ``inbox``, at most :data:`INBOX_MAX_MESSAGES` of them and :data:`INBOX_MAX_BYTES` of
+payload (the rest dropped and counted); each socket's receive buffer is :data:`RECEIVE_BUFFER` bytes.
+
 Profile: Client Session Requirements (MQTT v5, Client ID ``{org}/{unit}/{agent}``, reconnect),
 QoS Guidance (PUBACK reason codes), Presence and Liveness (last will with user properties),
 Request/Reply Mapping (Response Topic and Correlation Data as MQTT v5 properties).
@@ -44,6 +52,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from ..error_base import A2ANbError
 from ..protocol.ids import client_id as make_client_id
 from ..protocol.packet import MqttMessage
+from ..protocol.safe_text import safe_text
 from ..protocol.topics import SHARE_PREFIX
 from . import capabilities, failover
 from .broker import BrokerEndpoint, resolve
@@ -55,6 +64,14 @@ log = logging.getLogger(__name__)
 Handler = Callable[[MqttMessage], None]
 
 NO_MATCHING_SUBSCRIBERS = 16
+MAX_PACKET_BYTES = 16 * 1024 * 1024
+"""The largest packet a session takes from its broker (Maximum Packet Size in CONNECT, MQTT v5
+§3.1.2.11.4): above the kit's largest messages (a probe reads replies of 10 MiB to cut them)."""
+RECEIVE_BUFFER = 64 * 1024
+"""SO_RCVBUF of every connection: how much a broker can have waiting in the kernel for one read (Linux
+doubles it); it bounds how far past ``max_packet_size`` a packet gets before the loop ends it."""
+INBOX_MAX_MESSAGES = 10_000
+INBOX_MAX_BYTES = 64 * 1024 * 1024
 LINK_NOTICE_S = 5.0
 """While the broker is gone, ``on_link`` hears of a reconnect attempt at most once per this many seconds
 (the first attempt always; the network loop tries after 0.05 s, doubling up to every 2 s)."""
@@ -155,6 +172,37 @@ class Fanout:
         return left[0] if len(left) == 1 else Fanout(left)
 
 
+class BoundedInbox(queue.Queue):
+    """``Session.inbox``: a queue of at most ``max_messages`` messages and ``max_bytes`` of payload;
+    :meth:`offer` drops (and counts in ``dropped``) what would not fit."""
+
+    def __init__(self, max_messages: int = INBOX_MAX_MESSAGES, max_bytes: int = INBOX_MAX_BYTES):
+        super().__init__()
+        self.max_messages, self.max_bytes = max_messages, max_bytes
+        self.bytes = 0
+        self.dropped = 0
+
+    def offer(self, msg: MqttMessage) -> bool:
+        """Put ``msg`` unless the inbox is full; False (and one more ``dropped``) when it was."""
+        with self.not_full:
+            if self._qsize() >= self.max_messages or self.bytes + len(msg.payload) > self.max_bytes:
+                self.dropped += 1
+                return False
+            self._put(msg)
+            self.unfinished_tasks += 1
+            self.not_empty.notify()
+            return True
+
+    def _put(self, item: MqttMessage) -> None:  # queue.Queue's hooks for a subclass (as PriorityQueue's)
+        super()._put(item)
+        self.bytes += len(item.payload)
+
+    def _get(self) -> MqttMessage:
+        item = super()._get()
+        self.bytes -= len(item.payload)
+        return item
+
+
 _registry: "dict[str, Session]" = {}
 _registry_lock = threading.Lock()
 
@@ -247,8 +295,11 @@ class Session:
         default_handler: Optional[Handler] = None,
         connect: bool = True,
         connect_timeout: float = 10.0,
+        max_packet_size: int = MAX_PACKET_BYTES,
     ):
         self.org, self.unit, self.agent = org, unit, agent
+        self.max_packet_size = max_packet_size
+        """The largest packet taken from the broker (sent in CONNECT; a larger one ends the connection)."""
         self.client_id = make_client_id(org, unit, agent)
         listed = broker if isinstance(broker, BrokerEndpoint) else resolve(broker, self.client_id)
         self.brokers = listed.brokers
@@ -265,10 +316,13 @@ class Session:
         self._lost: Optional[tuple[float, str]] = None  # since when (monotonic) and why the broker is gone
         self._reconnects = 0  # attempts since the connection was lost
         self._link_said = 0.0
-        self.inbox: "queue.Queue[MqttMessage]" = queue.Queue()
+        self.inbox = BoundedInbox()
+        self.unsolicited = 0
+        """Messages the broker sent on topics this session never subscribed to (dropped)."""
+        self._refused_why: Optional[str] = None  # why the network loop ended the connection (what the broker sent)
         self._will = will
         self._subs: list[tuple[Subscription, Optional[Handler]]] = []
-        self._route_cache: dict[str, Optional[Handler]] = {}
+        self._route_cache: dict[str, tuple[bool, Optional[Handler]]] = {}
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._pubacks: dict[int, PublishResult] = {}
@@ -341,6 +395,7 @@ class Session:
     def _connect_properties(self) -> Properties:
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 0
+        props.MaximumPacketSize = self.max_packet_size  # the broker must not send more (MQTT v5 §3.1.2.11.4)
         return props
 
     def _reconnect(self) -> None:
@@ -373,7 +428,8 @@ class Session:
         except (OSError, ValueError) as exc:
             self._unregister()
             raise ConnectFailed(connect_failure(self.endpoint, exc, timeout)) from None
-        self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}", reconnect=self._reconnect)
+        self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}", reconnect=self._reconnect,
+                                 max_packet=self.max_packet_size, refuse=self._refuse)
         self._loop.start()
         with self._cond:
             answered = self._cond.wait_for(lambda: self._connack is not None or self._dropped_before_connack,
@@ -382,6 +438,8 @@ class Session:
         if connack is None:
             self._loop.stop()
             self._unregister()
+            if self._refused_why:  # the network loop ended it: not an MQTT broker
+                raise ConnectFailed(f"the server at {self.endpoint.url} is {self._refused_why}")
             raise ConnectFailed(connect_failure(self.endpoint, None if answered else TimeoutError(), timeout,
                                                 connected=True))
         code, reason = connack
@@ -414,12 +472,29 @@ class Session:
 
     # -- paho callbacks (network thread: only hand over) ----------------------------------------
     def _on_socket_open(self, client, userdata, sock) -> None:
-        """Every new connection (reconnects too) sends small packets at once: TCP_NODELAY."""
+        """Every new connection (reconnects too) sends small packets at once (TCP_NODELAY), and lets the
+        broker have at most ``RECEIVE_BUFFER`` bytes waiting for it (``network_loop.py`` counts them)."""
         if isinstance(sock, socket.socket):  # TLS sockets are socket.socket too
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
             except OSError:  # already closed
                 pass
+
+    def _refuse(self, why: str, too_large: bool) -> None:
+        """The network loop ends the connection for what the broker sent (network thread, paho's lock
+        held): note why (a first connect raises it, a later loss tells it), and say DISCONNECT (0x95
+        Packet too large for a packet over ``max_packet_size``, MQTT v5 §3.14.2.1)."""
+        self._refused_why = why
+        if too_large:
+            self._client.disconnect(reasoncode=ReasonCode(PacketTypes.DISCONNECT, "Packet too large"))
+        else:
+            self._client.disconnect()
+
+    def _packet_read(self, kind: str) -> None:
+        loop = self._loop
+        if loop is not None:
+            loop.packet_read(kind)
 
     def _tell(self, text: str) -> None:
         hook = self.on_link
@@ -451,6 +526,8 @@ class Session:
         self._link_said = now
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.value >= 0x80:
+            self._packet_read("CONNACK")  # a refusal: the loop's connected() counts an acceptance
         lost = self._lost
         if lost is not None and reason_code.value < 0x80:
             self._lost = None
@@ -503,7 +580,8 @@ class Session:
         if self.connect_count and not self._closed and self._lost is None:  # not our own close()
             why = (f"it closed the connection: {reason_code} ({reason_code.value})"
                    if flags.is_disconnect_packet_from_server
-                   else "paho could not read a message it sent" if unreadable else "connection lost")
+                   else self._refused_why or ("paho could not read a message it sent" if unreadable else "connection lost"))
+            self._refused_why = None
             self._lost, self._reconnects, self._lost_index = (time.monotonic(), why), 0, self._broker_index
         with self._cond:
             self._connected = False
@@ -534,12 +612,19 @@ class Session:
 
     def _on_message(self, msg: MqttMessage) -> None:
         self.received += 1
-        handler = self._handler_for(msg.topic)
+        subscribed, handler = self._route(msg.topic)
+        if not subscribed:  # a broker's doing, never a subscription's: dropped (said once)
+            self.unsolicited += 1
+            if self.unsolicited == 1:
+                log.warning("%s: the broker sent a message on %s, a topic this client never subscribed to: "
+                            "dropped (and any more such)", self.client_id, safe_text(msg.topic, 80))
+            return
         try:
             if handler is not None:
                 handler(msg)
-            else:
-                self.inbox.put(msg)
+            elif not self.inbox.offer(msg) and self.inbox.dropped == 1:
+                log.warning("%s: the inbox is full (%d messages, %d bytes: nobody reads them): dropping more",
+                            self.client_id, self.inbox.qsize(), self.inbox.bytes)
         except Exception:  # a handler bug must never kill the network thread
             log.exception("%s: handler failed for a message on %s", self.client_id, msg.topic)
 
@@ -551,6 +636,8 @@ class Session:
             if mid in self._qos0_mids:
                 self._qos0_mids.discard(mid)
                 return
+        self._packet_read("PUBACK")
+        with self._cond:
             callback = self._ack_callbacks.pop(mid, None)
             if callback is None:
                 self._pubacks[mid] = result
@@ -559,24 +646,32 @@ class Session:
             callback(result)
 
     def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        self._packet_read("SUBACK")
         with self._cond:
             self._subacks[mid] = [rc.value for rc in reason_codes]
             self._cond.notify_all()
 
     def _on_unsubscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        self._packet_read("UNSUBACK")
         with self._cond:
             self._unsubacks.add(mid)
             self._cond.notify_all()
 
-    def _handler_for(self, topic: str) -> Optional[Handler]:
+    def _route(self, topic: str) -> tuple[bool, Optional[Handler]]:
+        """Whether a subscription of this session matches ``topic``, and the handler of the first such
+        subscription that has one (else ``default_handler``; None: the inbox)."""
         cache = self._route_cache
-        if topic in cache:
-            return cache[topic]
-        found = self.default_handler
-        for sub, handler in self._subs:
-            if handler is not None and topic_matches(sub.filter, topic):
-                found = handler
-                break
+        found = cache.get(topic)
+        if found is not None:
+            return found
+        subscribed, handler = False, None
+        for sub, h in self._subs:
+            if topic_matches(sub.filter, topic):
+                subscribed = True
+                if h is not None:
+                    handler = h
+                    break
+        found = (subscribed, handler if handler is not None else self.default_handler)
         if len(cache) < 10000:
             cache[topic] = found
         return found

@@ -16,6 +16,10 @@ Every reroute names its cause: ``HANDOVER``, ``POOL_ASSIGNED`` or ``FALLBACK``.
 Pure data: the caller passes the time; persistence is done by the agents layer from ``rows()``.
 Bounded: the table keeps the ``max_routes`` most recently used routes (and as many reroutes), so
 a requester that sends for days does not grow without end; a forgotten task needs ``to=`` again.
+One task keeps at most ``MAX_REROUTES_PER_TASK`` reroutes in the history (its first ones): a
+responder that names a new agent on every stream item still moves the route each time (the most
+recent value wins), but cannot fill the history (or the routes file) with its task alone; the
+reroutes not kept are counted in ``reroutes_not_kept``.
 
 A recording is replayed through the same table: ``replay`` feeds it the recorded requests and
 replies of each task and returns the reroutes the requester's table made (``traffic.frame.reroutes``
@@ -116,9 +120,14 @@ class Route:
     card: Address
     current: Address
     updated_at: float = 0.0
+    kept_reroutes: int = 0
+    """How many of this task's reroutes the history took (at most ``MAX_REROUTES_PER_TASK``)."""
 
 
 DEFAULT_MAX_ROUTES = 10_000
+MAX_REROUTES_PER_TASK = 50
+"""Reroutes kept per task (the first ones; later moves still change the route). A handover chain
+of the story has 1-3; a hostile stream that names a new agent on each of 20,000 items kept 20,000."""
 
 
 @dataclass
@@ -130,6 +139,7 @@ class RoutingTable:
     history: list[Reroute] = field(default_factory=list)
     max_routes: int = DEFAULT_MAX_ROUTES
     forgotten: int = 0
+    reroutes_not_kept: int = 0
 
     def start(self, task_id: str, target: Address, at: float) -> Route:
         """Route a new task to the agent or pool its first request goes to (idempotent)."""
@@ -184,9 +194,21 @@ class RoutingTable:
         route.current = to
         route.updated_at = at
         self._keep(route)
+        self.remember(event)
+        return event
+
+    def remember(self, event: Reroute) -> bool:
+        """Put ``event`` in the history, within ``MAX_REROUTES_PER_TASK`` for its task and ``max_routes``
+        in all (a store restores its reroutes through here); False when it was not kept."""
+        route = self.routes.get(event.task_id)
+        if route is not None:
+            if route.kept_reroutes >= MAX_REROUTES_PER_TASK:
+                self.reroutes_not_kept += 1
+                return False
+            route.kept_reroutes += 1
         self.history.append(event)
         del self.history[:-self.max_routes]
-        return event
+        return True
 
     def reroutes(self, task_id: Optional[str] = None) -> list[Reroute]:
         return [r for r in self.history if task_id is None or r.task_id == task_id]
