@@ -88,7 +88,7 @@ def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
 
 
 def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] = lambda: None,
-                    stopping: str = "", ready: str = "") -> None:
+                    stopping: str = "", ready: str = "", until: Optional[threading.Event] = None) -> None:
     """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit),
     then run ``then``, the command's clean stop (agents offline, a recording flushed), always.
 
@@ -98,7 +98,8 @@ def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] 
     a user (or a script) reads it, Ctrl-C stops cleanly.
     Signals stay caught until ``then`` is done, so an impatient second Ctrl-C cannot cut the clean
     stop short; the previous handlers are back on return. Off the main thread Python cannot catch
-    signals, so there only the timeout ends the wait."""
+    signals, so there only the timeout ends the wait. ``until``: an event that ends the wait as well
+    (the command found a reason to stop of its own)."""
     stop = threading.Event()
     caught: list[int] = []
     previous = {}
@@ -115,7 +116,7 @@ def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] 
     deadline = None if timeout is None else time.monotonic() + timeout
     said = False
     try:
-        while not stop.is_set():
+        while not stop.is_set() and not (until is not None and until.is_set()):
             left = 0.5 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 break

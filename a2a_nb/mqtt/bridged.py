@@ -19,14 +19,15 @@ broker's delayed ACK (about 40 ms); ``python -m benchmarks`` measures it (``benc
 """
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import threading
 import time
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from ..protocol import pools, topics
 from ..protocol.packet import MqttMessage
-from .broker import BrokerEndpoint, BrokerError, EmbeddedBroker
+from .broker import BrokerEndpoint, BrokerError, EmbeddedBroker, config_value
 
 CHECK_PREFIX = "$a2a-nb-bridge"
 """A tree of the kit's own that the bridge carries too: :meth:`BridgedBroker.wait_bridged` sends a
@@ -36,6 +37,17 @@ BRIDGED_TREES: tuple[str, ...] = (topics.ALL_A2A, f"{pools.CLAIMS_PREFIX}/#", f"
 """What crosses, both ways, QoS 1: the profile's ``$a2a/#`` (cards, presence, ubsp key metadata,
 requests, replies, events), the pool members' claims, and the bridge check. Not the pool members'
 ``$a2a-nb-probe/...``: it asks what *this* broker delivers."""
+
+LOOP_PROBE_PERIOD_S = 1.0
+"""How often :class:`LoopGuard` sends its probe: a loop is found within about this long after it forms."""
+
+LOOP_SETTLED_S = 30.0
+LOOP_GRACE_S = 3.0
+"""A guard that saw no loop for ``LOOP_SETTLED_S`` belongs to the broker that was there first: when a
+loop appears, it gives the newcomer that closed it (whose own guard stops it at once) ``LOOP_GRACE_S``,
+then probes again, and stops only if the loop is still there. 30 s: a restarted newcomer's guard is
+still young when the older broker's bridge comes back to it (Mosquitto retries within 10 s,
+``restart_timeout``)."""
 
 RECEIVE_MAXIMUM = 65534
 """Mosquitto 2.0.11 sends its ``max_inflight_messages`` as the bridge's MQTT v5 Receive Maximum: the
@@ -52,23 +64,29 @@ def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optio
 
     ``client_id``: the bridge's Client ID on the remote broker (default: unique per call, so two
     bridged brokers on one machine do not take each other's connection over). The remote password,
-    if any, is written into the config (the broker's private work folder) and nowhere else.
+    if any, is written into the config (mode 0600 in the broker's private work folder) and nowhere else.
+    Every part of ``remote`` is data: one Mosquitto would not read back as the same one value
+    (a newline, any control character, blanks at an end: :func:`~a2a_nb.mqtt.broker.config_value`)
+    is refused with :class:`BrokerError`.
     """
     client_id = client_id or f"a2a-nb-bridge-{secrets.token_hex(4)}"
+    host = config_value("the bridge URL's host", remote.host, token=True)
     lines = [
         f"max_inflight_messages {RECEIVE_MAXIMUM}",  # see RECEIVE_MAXIMUM: 0 breaks the bridge's CONNECT
-        f"connection {name}",
-        f"address {remote.host}:{remote.port}" if ":" not in remote.host else f"address [{remote.host}]:{remote.port}",
+        "connection " + config_value("the bridge name", name, token=True),
+        f"address {host}:{remote.port}" if ":" not in host else f"address [{host}]:{remote.port}",
         "bridge_protocol_version mqttv50",  # v5: properties (Response Topic, Correlation Data, user properties) cross
-        *(f"topic {tree} both 1" for tree in trees),  # both ways on one connection, QoS 1 (Profile: QoS Guidance)
-        # no loops: a v5 bridge subscribes with No Local + Retain As Published, so nothing comes back the way it
+        # both ways on one connection, QoS 1 (Profile: QoS Guidance)
+        *(f"topic {config_value('a bridged topic filter', tree, token=True)} both 1" for tree in trees),
+        # no echo: a v5 bridge subscribes with No Local + Retain As Published, so nothing comes back the way it
         # came and retained cards stay retained; try_private (the default) is the v3 "I am a bridge" flag, which a
-        # v5 bridge does not send (its CONNECT is plain v5), so loop prevention rests on those options
+        # v5 bridge does not send (its CONNECT is plain v5). A loop through another path (a broker bridged to
+        # itself, two brokers bridged to each other) is no echo: LoopGuard catches it
         "try_private true",
         # nothing is kept across an outage either way (2.0.11 sends no Session Expiry Interval): say so, and
         # resubscribe cleanly; the retained cards and presence come again on every reconnect
         "cleansession true",
-        f"remote_clientid {client_id}",
+        "remote_clientid " + config_value("the bridge client id", client_id, token=True),
         "start_type automatic",  # connect at start, reconnect after a loss
         "restart_timeout 1 10",  # first retry after about a second, backing off to 10 s
         "keepalive_interval 10",  # a silent remote (no TCP reset) is noticed within 15 s
@@ -76,10 +94,12 @@ def bridge_config(remote: BrokerEndpoint, *, name: str = "a2a", client_id: Optio
         "notifications true",
     ]
     if remote.username:
-        lines.append(f"remote_username {remote.username}")
+        lines.append("remote_username " + config_value("the bridge URL's user", remote.username))
     if remote.password:
-        lines.append(f"remote_password {remote.password}")
+        lines.append("remote_password " + config_value("the bridge's password", remote.password))
     if remote.tls:
+        if remote.ca_file:
+            config_value("the bridge's CA file", remote.ca_file)  # before an error quotes it
         problem = remote.ca_file_problem()
         if problem or not remote.ca_file:
             raise BrokerError(problem or f"the bridge to {remote.url} uses TLS: name the remote broker's CA "
@@ -93,6 +113,103 @@ def describe(remote: BrokerEndpoint, trees: Iterable[str] = BRIDGED_TREES) -> st
     return f"bridged to {remote.url}: {', '.join(trees)} both ways, QoS 1, MQTT v5"
 
 
+def _same_machine(remote_host: str, own_host: str) -> bool:
+    """Whether ``remote_host`` surely names this machine's listener on ``own_host`` (loopback, the same
+    address, or any address when listening on all of them). No name is resolved: a remote reached
+    another way (a LAN address, a proxy) is LoopGuard's to catch."""
+    if remote_host == own_host or remote_host == "localhost":
+        return True
+    try:
+        remote = ipaddress.ip_address(remote_host)
+    except ValueError:
+        return False
+    mapped = getattr(remote, "ipv4_mapped", None)
+    remote = mapped or remote
+    return remote.is_loopback or remote.is_unspecified or own_host in ("0.0.0.0", "::")
+
+
+class LoopGuard:
+    """Watches a bridged broker for a loop: a message published here that comes back here.
+
+    A loop forms when a broker is bridged to itself, or to a broker bridged back to it (directly, or
+    through others): No Local only keeps a bridge from getting back what it sent *itself*, so each
+    bridge forwards what the other brought in, for ever (measured: one publish, 54,000 copies in 10 s).
+    Mosquitto 2.0.11 has no hop count, and the other broker may not be the kit's, so the guard asks
+    the network: every :data:`LOOP_PROBE_PERIOD_S` it publishes one QoS 0 probe on
+    ``$a2a-nb-bridge/loop/<token>`` (a tree the bridge carries) and counts its copies here. One copy is
+    the local delivery; a second is a loop: ``on_loop(copies)`` runs once (on the guard's thread),
+    and the guard stops (after a grace when its broker was there first: :data:`LOOP_GRACE_S`).
+    ``python -m a2a_nb broker --bridge-to`` then stops its broker with an error.
+    """
+
+    def __init__(self, broker: "BridgedBroker", on_loop: Callable[[int], None],
+                 period: float = LOOP_PROBE_PERIOD_S, settled_after: float = LOOP_SETTLED_S,
+                 grace: float = LOOP_GRACE_S):
+        from .session import Session  # the one module that talks MQTT
+
+        self.topic = f"{CHECK_PREFIX}/loop/{secrets.token_hex(6)}"
+        self.on_loop, self.period, self.settled_after, self.grace = on_loop, period, settled_after, grace
+        self.copies: dict[int, int] = {}  # probe number -> copies seen here
+        self.looped = threading.Event()
+        self._found = threading.Event()
+        self._ignore_up_to = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._session = Session("a2a-nb", "bridge", f"loop-guard-{secrets.token_hex(4)}", broker=broker.endpoint)
+        try:
+            self._session.subscribe(self.topic, handler=self._count, qos=0)
+        except BaseException:
+            self._session.close()
+            raise
+        self._thread = threading.Thread(target=self._run, name="bridge-loop-guard", daemon=True)
+
+    def _count(self, msg: MqttMessage) -> None:
+        try:
+            number = int(msg.payload)
+        except ValueError:  # not one of ours
+            return
+        with self._lock:
+            if number <= self._ignore_up_to:  # a probe from before the grace, still going round
+                return
+            seen = self.copies[number] = self.copies.get(number, 0) + 1
+        if seen >= 2:
+            self._found.set()
+
+    def start(self) -> "LoopGuard":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        number, started, graced = 0, time.monotonic(), False
+        try:
+            while not self._stop.is_set():
+                number += 1
+                self._session.publish_nowait(MqttMessage(self.topic, str(number).encode(), qos=0))
+                if not self._found.wait(self.period) or self._stop.is_set():
+                    continue
+                if graced or time.monotonic() - started < self.settled_after:
+                    self.looped.set()
+                    break
+                graced = True  # there first: the newcomer that closed the loop stops itself meanwhile
+                if self._stop.wait(self.grace):
+                    break
+                with self._lock:
+                    self._ignore_up_to, self.copies = number, {}
+                    self._found.clear()
+        except Exception:  # the broker went away under the guard (stopped): nothing left to watch
+            return
+        finally:
+            self._session.close()
+        if self.looped.is_set():
+            self.on_loop(max(self.copies.values()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._found.set()  # wakes the thread now
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(5)
+
+
 class BridgedBroker(EmbeddedBroker):
     """An embedded Mosquitto bridged to ``remote`` (see :func:`bridge_config`).
 
@@ -102,6 +219,9 @@ class BridgedBroker(EmbeddedBroker):
 
     def __init__(self, remote: BrokerEndpoint, port: Optional[int] = None, host: str = "127.0.0.1", *,
                  name: str = "a2a", trees: Iterable[str] = BRIDGED_TREES, start_timeout: float = 10.0):
+        if port is not None and remote.port == port and _same_machine(remote.host, host):
+            raise BrokerError(f"this broker would be bridged to itself ({remote.url} is its own port {port} on "
+                              "this machine): every message would go round for ever; bridge it to another broker")
         self.remote = remote
         self.trees = tuple(trees)
         self.bridge_client_id = f"a2a-nb-bridge-{secrets.token_hex(4)}"

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -40,6 +41,47 @@ INSTALL_HINT = (
 
 class BrokerError(A2ANbError, RuntimeError):
     """The broker cannot be started or reached; the message says what to do about it."""
+
+
+CONFIG_VALUE_MAX_BYTES = 65535
+"""The longest value Mosquitto 2 reads from a config line (and the longest MQTT string)."""
+
+
+def config_value(what: str, value: str, *, token: bool = False) -> str:
+    """``value``, checked to be read back by Mosquitto 2 as exactly this one value of one
+    ``mosquitto.conf`` line; else :class:`BrokerError` naming ``what`` (never the value: it may be a password).
+
+    A config file has no escapes: Mosquitto reads one option per line (a newline starts the next
+    option, so ``s3cret%0Aallow_anonymous%20true`` in a URL's password would add a line of its own),
+    trims blanks at both ends, takes a string option up to the end of its line (at most 65,535 bytes
+    of UTF-8) and splits other options at spaces. So every value the kit writes from user input (a
+    URL's host, user, password, a CA path, ``--host``) is data: one with a control character, blanks
+    at either end, nothing at all or, when ``token``, a space inside, is refused, never rewritten.
+    """
+    for at, char in enumerate(value):
+        if unicodedata.category(char) in ("Cc", "Cs"):  # C0 (newline, CR, tab, NUL), DEL, C1, lone surrogates
+            raise BrokerError(f"{what} holds a control character (U+{ord(char):04X} at position {at + 1}): "
+                              "it would not stay one value of Mosquitto's config; remove it")
+        if token and char == " ":
+            raise BrokerError(f"{what} holds a space (position {at + 1}): Mosquitto would read two values")
+    if value != value.strip(" ") or not value:
+        raise BrokerError(f"{what} is empty or starts or ends with a space: Mosquitto would trim it")
+    if len(value.encode("utf-8")) > CONFIG_VALUE_MAX_BYTES:
+        raise BrokerError(f"{what} is longer than {CONFIG_VALUE_MAX_BYTES} bytes, more than Mosquitto reads")
+    return value
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (0600: it may hold a password), owned by
+    the user Mosquitto runs as when started as root (it drops privileges, and re-reads its config as
+    that user on SIGHUP)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o600)  # an existing file keeps its mode through O_CREAT
+        f.write(text)
+    if os.geteuid() == 0:
+        uid, gid = _mosquitto_user()
+        os.chown(path, uid, gid)
 
 
 @dataclass(frozen=True)
@@ -87,7 +129,7 @@ class BrokerEndpoint:
     @classmethod
     def _from_one_url(cls, url: str) -> "BrokerEndpoint":
         parts = urlsplit(url.strip())
-        shown = _without_password(url.strip(), parts)  # error messages never show a password
+        shown = _without_password(url.strip())  # error messages never show a password
         if parts.scheme not in ("mqtt", "mqtts"):
             raise BrokerError(
                 f"broker URL {shown!r} must start with mqtt:// or mqtts:// (for example mqtt://127.0.0.1:1883)"
@@ -97,8 +139,8 @@ class BrokerEndpoint:
         tls = parts.scheme == "mqtts"
         try:
             port = parts.port or (8883 if tls else 1883)
-        except ValueError as exc:
-            raise BrokerError(f"broker URL {shown!r} has an invalid port ({exc}); the port is a number "
+        except ValueError:  # not its words: they quote the text after the colon, perhaps a password
+            raise BrokerError(f"broker URL {shown!r} has an invalid port; the port is a number "
                               "from 1 to 65535, for example mqtt://127.0.0.1:1883") from None
         query = parse_qs(parts.query)
         ca = query.get("ca", [None])[0] or os.environ.get(ENV_CA) or None
@@ -211,7 +253,7 @@ class EmbeddedBroker:
         workdir: Optional[str] = None,
         broker_status: bool = False,
     ):
-        self.host = host
+        self.host = config_value("the address to listen on (--host)", host, token=True)
         self.broker_status = broker_status
         self._requested_port = port
         self.port: Optional[int] = None
@@ -277,7 +319,7 @@ class EmbeddedBroker:
         log = self.workdir / "mosquitto.log"
         if log.exists():
             log.unlink()
-        conf.write_text(self.config_text(port))
+        write_private(conf, self.config_text(port))
         self._proc = subprocess.Popen(
             [binary, "-c", str(conf)],
             stdin=subprocess.DEVNULL,
@@ -306,7 +348,7 @@ class EmbeddedBroker:
             "per_listener_settings false",
             "persistence false",
             "set_tcp_nodelay true",
-            f"log_dest file {self.workdir / 'mosquitto.log'}",
+            f"log_dest file {config_value('the broker folder', str(self.workdir / 'mosquitto.log'))}",
             "log_type error",
             "log_type warning",
             "log_type notice",
@@ -317,7 +359,7 @@ class EmbeddedBroker:
             "max_inflight_messages 0",
             "max_queued_messages 100000",
             self._status_plugin_line(),
-            f"listener {port} {self.host}",
+            f"listener {port} {config_value('the address to listen on (--host)', self.host, token=True)}",
             "protocol mqtt",
             self.listener_options,
             self.extra_config,
@@ -431,16 +473,29 @@ def _watchdog(pid: int) -> Optional[subprocess.Popen]:
         return None
 
 
+def _mosquitto_user() -> tuple[int, int]:
+    """The user and group Mosquitto started as root drops to: ``mosquitto``, else ``nobody``."""
+    import pwd
+
+    for name in ("mosquitto", "nobody"):
+        try:
+            user = pwd.getpwnam(name)
+            return user.pw_uid, user.pw_gid
+        except KeyError:
+            continue
+    return os.geteuid(), os.getegid()
+
+
 def _make_writable_after_privilege_drop(path: Path) -> None:
-    """Mosquitto started as root drops to the ``mosquitto`` user: it must still write its log."""
+    """Mosquitto started as root drops to the ``mosquitto`` user: it must still write its log. The
+    folder stays private (0700) to that user: its config may hold a password."""
     if os.geteuid() != 0:
         return
     try:
-        import pwd
-
-        user = pwd.getpwnam("mosquitto")
-        os.chown(path, user.pw_uid, user.pw_gid)
-    except (KeyError, ImportError, OSError):
+        uid, gid = _mosquitto_user()
+        os.chown(path, uid, gid)
+        os.chmod(path, 0o700)
+    except OSError:
         os.chmod(path, 0o1777)
 
 
@@ -457,15 +512,17 @@ def shared_broker() -> EmbeddedBroker:
         return _shared
 
 
-def _without_password(url: str, parts) -> str:
-    """``url`` with its password (if any) replaced by ``***``."""
-    try:
-        password = parts.password
-    except ValueError:
-        password = None
-    if not password:
+def _without_password(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``: whatever follows ``user:`` up to the last
+    ``@`` (a password with a ``/``, ``?`` or ``#`` not written ``%2F``... ends URL parsing early, and the
+    error about that URL must not show it either)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
         return url
-    return url.replace(f":{password}@", ":***@", 1)
+    userinfo, host = rest.rsplit("@", 1)
+    if ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
 
 
 def resolve(url: Optional[str] = None, client_id: Optional[str] = None) -> BrokerEndpoint:

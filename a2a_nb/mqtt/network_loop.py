@@ -120,12 +120,15 @@ class NetworkLoop:
     ``deliver`` gets each burst of delivered ``MQTTMessage``s, in arrival order, on this thread.
     After a lost connection it calls ``reconnect`` (default: paho's ``reconnect()``; the session's
     picks the broker of a list, ``failover.py``) after ``min_delay`` s, doubling up to ``max_delay`` s
-    until ``connected()`` is called (the session calls it on a successful CONNACK). ``reconnect`` runs
-    on this thread holding ``paho_lock``.
+    (counted from the start of the previous attempt) until ``connected()`` is called (the session calls
+    it on a successful CONNACK). ``reconnect`` runs on this thread holding ``paho_lock``; it is told
+    whether the previous attempt ran out of time, and may return the seconds the new attempt has until
+    its CONNACK: past them, this thread cuts the connection (a node that took it and never answers).
     """
 
     def __init__(self, client: "mqtt.Client", deliver: Deliver, name: str, *, min_delay: float = 0.05,
-                 max_delay: float = 2.0, burst: int = 100, reconnect: Callable[[], Any] | None = None,
+                 max_delay: float = 2.0, burst: int = 100,
+                 reconnect: Callable[[bool], Optional[float]] | None = None,
                  max_packet: Optional[int] = None, burst_bytes: int = BURST_BYTES, refuse: Optional[Refuse] = None):
         self.client, self.deliver, self.burst = client, deliver, burst
         self.max_packet, self.burst_bytes = max_packet, burst_bytes
@@ -141,7 +144,10 @@ class NetworkLoop:
         self._packets = 0  # packets paho completed (messages, and what the session reports: packet_read)
         self._early: Optional[str] = None  # a packet that came before the CONNACK
         self._arrived_bytes = 0
-        self.reconnect = reconnect or client.reconnect
+        self.reconnect = reconnect or self._paho_reconnect
+        self._attempt_started: Optional[float] = None  # the last reconnect attempt (None: connected since)
+        self._connack_due: Optional[float] = None
+        self._timed_out = False
         self.min_delay, self.max_delay = min_delay, max_delay
         self._delay = min_delay
         self.bursts = 0  # hand-overs so far: fewer than the messages whenever they came in runs
@@ -175,6 +181,7 @@ class NetworkLoop:
         self._packets += 1
         if kind != "CONNACK" and not self._accepted and self._early is None:
             self._early = kind
+        self._connack_due = self._attempt_started = None
 
     def stop_reconnecting(self) -> None:
         """No new connection from now on: the thread ends with the connection it has."""
@@ -238,8 +245,13 @@ class NetworkLoop:
                 continue
             if sock is not self._watched:
                 self._watch(sock)
+            due = self._connack_due
+            if due is not None and time.monotonic() >= due:
+                self._cut(sock)
             pending = getattr(sock, "pending", None)  # TLS: bytes already decrypted wait in the socket
             timeout = 0.0 if pending is not None and pending() else 1.0
+            if due is not None:
+                timeout = min(timeout, max(0.0, due - time.monotonic()))
             turn = time.monotonic()
             try:
                 readable = select.select([sock, self._wake_r], [sock] if c.want_write() else [], [], timeout)[0]
@@ -374,13 +386,29 @@ class NetworkLoop:
         except (BlockingIOError, OSError):
             pass
 
+    def _paho_reconnect(self, timed_out: bool) -> None:
+        self.client.reconnect()
+
+    def _cut(self, sock: Any) -> None:
+        """The attempt had no CONNACK in time: end its connection (paho then reports it lost)."""
+        self._connack_due, self._timed_out = None, True
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already gone
+            pass
+
     def _reconnect(self) -> None:
         """Wait, then open a new connection (paho's ``reconnect()`` sends CONNECT again)."""
-        if self._stopping.wait(self._delay):
+        since = 0.0 if self._attempt_started is None else time.monotonic() - self._attempt_started
+        if self._stopping.wait(max(0.0, self._delay - since)):
             return
         self._delay = min(self._delay * 2, self.max_delay)
+        timed_out, self._timed_out = self._timed_out, False
+        self._attempt_started = time.monotonic()
         try:
             with self.paho_lock:
-                self.reconnect()
+                within = self.reconnect(timed_out)
+            self._connack_due = None if within is None else self._attempt_started + within
         except (OSError, ValueError) as exc:  # broker still away: try again after the next delay
+            self._timed_out = isinstance(exc, TimeoutError)  # TCP or TLS handshake out of time
             log.debug("reconnect failed: %s", exc)

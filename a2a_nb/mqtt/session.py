@@ -91,7 +91,12 @@ class SessionError(A2ANbError, RuntimeError):
 
 
 class ConnectFailed(SessionError):
-    """The first connection failed: the broker never accepted this session (nothing was lost)."""
+    """The first connection failed: the broker never accepted this session (nothing was lost).
+    ``stalled``: the broker did not answer in time (as opposed to refusing or closing)."""
+
+    def __init__(self, message: str, reason_code: Optional[int] = None, *, stalled: bool = False):
+        super().__init__(message, reason_code)
+        self.stalled = stalled
 
 
 @dataclass(frozen=True)
@@ -307,6 +312,7 @@ class Session:
         self.endpoint = self.brokers[0]
         """The broker this session uses now (or tries to)."""
         self._broker_index = 0
+        self._connect_timeout = connect_timeout
         self._lost_index = 0  # the broker whose connection was lost last
         self.keepalive = keepalive
         self.default_handler = default_handler
@@ -371,20 +377,38 @@ class Session:
         With a list of brokers, one that cannot be reached is passed over for the next (one that
         answers and refuses is not: the others would refuse too).
         Raises :class:`ConnectFailed` with the likely cause (:func:`connect_failure`)."""
+        self._connect_timeout = timeout
+        if len(self.brokers) == 1:
+            return self._connect_to_endpoint(timeout)
+        deadline = time.monotonic() + timeout  # one for the whole list
         unreachable: list[str] = []
-        for index in range(len(self.brokers)):
-            if index:  # a paho client that failed to connect takes no new target: a fresh one for the next
-                self._broker_index, self.endpoint = index, self.brokers[index]
-                self._client = self._make_client()
-            try:
-                return self._connect_to_endpoint(timeout)
-            except ConnectFailed as exc:
-                if exc.reason_code is not None or len(self.brokers) == 1:
-                    raise
-                unreachable.append(str(exc))
-                with self._cond:
-                    self._connack, self._dropped_before_connack = None, False
-        raise ConnectFailed(f"no broker of the list answered ({len(self.brokers)} tried): " + "; ".join(unreachable))
+        order, passes, tried = list(range(len(self.brokers))), 0, 0
+        while order and time.monotonic() < deadline:
+            slow: list[int] = []
+            for index in order:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if tried:  # a paho client that failed to connect takes no new target: a fresh one for the next
+                    self._broker_index, self.endpoint = index, self.brokers[index]
+                    self._client = self._make_client()
+                tried += 1
+                within = min(left, failover.ATTEMPT_TIMEOUT_S * 2 ** passes, timeout)
+                try:
+                    return self._connect_to_endpoint(within)
+                except ConnectFailed as exc:
+                    if exc.reason_code is not None:
+                        raise
+                    if exc.stalled:
+                        slow.append(index)  # another pass gives it twice as long
+                    unreachable.append(str(exc))
+                    with self._cond:
+                        self._connack, self._dropped_before_connack = None, False
+            order, passes = slow, passes + 1
+        shown = "; ".join(dict.fromkeys(unreachable[-3:]))  # bounded: a list of 100 stalled nodes says 3
+        within_deadline = "" if not order else f" within {timeout:g} s, the list's deadline"
+        raise ConnectFailed(f"no broker of the list answered ({tried} tried{within_deadline}): {shown}",
+                            stalled=bool(order))
 
     def _use_broker(self, index: int) -> None:
         """From now on, (re)connect to broker ``index`` of ``brokers`` with its own login (never while connected)."""
@@ -398,16 +422,27 @@ class Session:
         props.MaximumPacketSize = self.max_packet_size  # the broker must not send more (MQTT v5 §3.1.2.11.4)
         return props
 
-    def _reconnect(self) -> None:
+    def _reconnect(self, timed_out: bool = False) -> Optional[float]:
         """The network thread's reconnect attempt (``paho_lock`` held): to the broker the attempt's
-        number picks from the list (``failover.broker_for_attempt``), else the same one again."""
-        if len(self.brokers) > 1:
-            index = failover.broker_for_attempt(self._reconnects + 1, self._lost_index, len(self.brokers))
-            if index != self._broker_index:
-                self._use_broker(index)
-                self._client.connect_async(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
-                                           clean_start=True, properties=self._connect_properties())
+        number picks from the list (``failover.broker_for_attempt``), else the same one again. With a
+        list, the attempt has ``failover.attempt_timeout`` for TCP, TLS and CONNACK (returned to the
+        network loop, which cuts it then), and one that ran out of time moves on to the next broker."""
+        if len(self.brokers) == 1:
+            self._client.reconnect()
+            return None
+        if timed_out:  # a node that stalled is not restarting: no second attempt on it
+            self._reconnects = failover.last_attempt_on_broker(self._reconnects)
+        attempt = self._reconnects + 1
+        index = failover.broker_for_attempt(attempt, self._lost_index, len(self.brokers))
+        within = failover.attempt_timeout(attempt, len(self.brokers), self._connect_timeout)
+        self._client.disconnect()  # no socket now: only marks paho's client closed, so it takes a new timeout
+        self._client.connect_timeout = within
+        if index != self._broker_index:
+            self._use_broker(index)
+        self._client.connect_async(self.endpoint.host, self.endpoint.port, keepalive=self.keepalive,
+                                   clean_start=True, properties=self._connect_properties())
         self._client.reconnect()
+        return within
 
     def _connect_to_endpoint(self, timeout: float) -> "Session":
         if self.endpoint.username_is_client_id and self.endpoint.username != self.client_id:
@@ -427,7 +462,8 @@ class Session:
                                  clean_start=True, properties=self._connect_properties())
         except (OSError, ValueError) as exc:
             self._unregister()
-            raise ConnectFailed(connect_failure(self.endpoint, exc, timeout)) from None
+            raise ConnectFailed(connect_failure(self.endpoint, exc, timeout),
+                                stalled=isinstance(exc, TimeoutError)) from None
         self._loop = NetworkLoop(self._client, self._deliver, name=f"mqtt-{self.client_id}", reconnect=self._reconnect,
                                  max_packet=self.max_packet_size, refuse=self._refuse)
         self._loop.start()
@@ -441,7 +477,7 @@ class Session:
             if self._refused_why:  # the network loop ended it: not an MQTT broker
                 raise ConnectFailed(f"the server at {self.endpoint.url} is {self._refused_why}")
             raise ConnectFailed(connect_failure(self.endpoint, None if answered else TimeoutError(), timeout,
-                                                connected=True))
+                                                connected=True), stalled=not answered)
         code, reason = connack
         if code >= 0x80:
             self._loop.stop()

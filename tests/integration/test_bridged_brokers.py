@@ -331,8 +331,9 @@ def test_broker_bridge_to_prints_its_url_says_what_is_bridged_without_the_passwo
     """``python -m a2a_nb broker --bridge-to URL``: its URL first, then (stderr) what crosses and where, the
     password as ``***``, the bridge up; a retained card published on the remote broker is there to read."""
     unit = uid("br")
-    remote = f"mqtt://bridge-user:pa55-w0rd@127.0.0.1:{private_broker.port}"  # the open broker takes any login
+    remote = f"mqtt://bridge-user@127.0.0.1:{private_broker.port}"  # the open broker takes any login
     env = {k: v for k, v in os.environ.items() if k != "A2A_BROKER_URL"}
+    env["A2A_BRIDGE_PASSWORD"] = "pa55-w0rd"  # never on the command line: `ps` shows it
     proc = subprocess.Popen(CLI + ["broker", "--bridge-to", remote], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
