@@ -10,6 +10,7 @@ and has no workers). A crash in a handler fails that task, never the agent.
 """
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -475,8 +476,7 @@ class Responder:
                 opened = True
             except ValueError as exc:  # SealError, UntrustedKeySource: misaddressed, tampered, replayed, no key
                 log.info("%s refused a ubsp-v1 request: %s", self.agent, exc)  # answered -32005: the requester is told
-                self._reply_error(msg, None, errors.transport_protocol_error(f"ubsp-v1: {exc}"), pooled,
-                                  self._seal_for(msg, or_plaintext=True))
+                self._reply_error(msg, None, errors.transport_protocol_error(f"ubsp-v1: {exc}"), pooled)
                 return
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.options.max_request_bytes,
                                         self.reply_namespaces, opened)
@@ -512,21 +512,26 @@ class Responder:
             mode = properties.MODE_JSON  # a protected stream's chunks are JWE text, never native binary
         return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length, seal=seal)
 
-    def _seal_for(self, msg: MqttMessage, or_plaintext: bool = False) -> Optional[Seal]:
-        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1. A reply that
-        cannot be sealed (no trusted key for the requester) is not sent; ``or_plaintext``: the
-        -32005 refusal of a request that could not be opened goes in plaintext instead (it says only
-        why; Untrusted-Broker Security Profile 11, ``ubsp_rules.is_plaintext_refusal``)."""
+    def _seal_for(self, msg: MqttMessage) -> Optional[Seal]:
+        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1, each bound
+        to the request (its ``jti``, Correlation Data and JSON-RPC id, signed in). A reply that cannot
+        be sealed (no trusted key for the requester) is not sent. A protected request this agent
+        could not open gets only errors, in plaintext (they say only why; Untrusted-Broker Security
+        Profile 11, ``ubsp_rules.is_plaintext_refusal``): refusing it costs no key lookup."""
         if self.ubsp is None or not ubsp_rules.is_protected(msg):
             return None
+        jti = msg.user_property(ubsp_rules.OPENED_JTI)
+        if jti is None:  # not opened: its refusal goes in plaintext
+            return _errors_only
         protection, requester = self.ubsp, msg.user_property(properties.REQUESTER_AGENT_ID) or ""
+        binding = ubsp_rules.reply_binding(jti, msg.correlation_data, jsonrpc.request_id_of(msg.payload))
 
         def seal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
             try:
-                return protection.seal_reply(reply, sender, requester)
+                return protection.seal_reply(reply, sender, requester, binding)
             except ValueError as exc:  # no trusted key for the requester
                 log.warning("%s cannot seal a reply to %s: %s", self.agent, requester, exc)
-                return reply if or_plaintext else None
+                return None
         return seal
 
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
@@ -621,6 +626,15 @@ class Responder:
         self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
                                                      jsonrpc.error_response(request_id, err),
                                                      seal or self._seal_for(msg))])
+
+
+def _errors_only(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
+    """The "seal" of a protected request that was not opened: a JSON-RPC error goes as it is, in
+    plaintext; anything else is not sent (it would be in plaintext)."""
+    try:
+        return reply if ubsp_rules.is_plaintext_refusal(json.loads(reply.payload)) else None  # our own JSON
+    except ValueError:
+        return None
 
 
 def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:

@@ -30,11 +30,23 @@ def test_only_the_recipient_opens_and_gets_the_payload_byte_for_byte(pair):
     header = json.loads(base64.urlsafe_b64decode(sealed.split(".")[0] + "=="))
     assert header == {"alg": "ECDH-ES+A256KW", "enc": "A256GCM", "kid": analyst.encryption_kid, "cty": "JWS",
                       "epk": header["epk"]}
-    fresh = AgentKeys("analyst", analyst.private_jwks())  # the same identity, restarted: its own replay cache
-    opened = fresh.open(sealed.encode(), "coordinator", opener(pair), now=time.time())
+    opened = analyst.open(sealed.encode(), "coordinator", opener(pair), now=time.time())
     assert opened.payload == PAYLOAD and opened.sender == "coordinator" and opened.claims["aud"] == "analyst"
     with pytest.raises(SealError, match="cannot decrypt"):
         AgentKeys("analyst").open(sealed.encode(), "coordinator", opener(pair), now=time.time())
+
+
+def test_the_same_identity_restarted_refuses_what_was_sealed_before_it_started(pair):
+    """Keys loaded again (a restart without its replay memory): a payload issued before the start
+    is refused, one issued after is opened (issue 35 item 2; a kept cache: test_replays.py)."""
+    coordinator, analyst = pair
+    before = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    time.sleep(0.01)
+    restarted = AgentKeys("analyst", analyst.private_jwks())
+    with pytest.raises(SealError, match="before this agent started"):
+        restarted.open(before, "coordinator", opener(pair), now=time.time())
+    after = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    assert restarted.open(after, "coordinator", opener(pair), now=time.time()).payload == PAYLOAD
 
 
 def test_replayed_expired_misattributed_or_tampered_payloads_are_refused(pair):
@@ -76,8 +88,8 @@ def test_key_sets_without_the_needed_key_are_named(pair):
 
 def test_a_recorded_payload_is_read_again_without_replay_or_age_checks_but_with_the_signature(pair):
     coordinator, analyst = pair
-    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
     reader = AgentKeys("analyst", analyst.private_jwks())
+    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
     reader.open(sealed, "coordinator", opener(pair), now=time.time())
     later = time.time() + 3600  # an hour later, already opened once: still readable from a recording
     assert reader.open(sealed, "coordinator", opener(pair), now=later, recorded=True).payload == PAYLOAD
