@@ -6,7 +6,8 @@ Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 
 
 Requests arrive on the session's network thread and are only queued there; a small pool of worker
 threads checks and executes them (an ``inline`` agent, such as echo, runs them on the network thread
-and has no workers). A crash in a handler fails that task, never the agent.
+and has no workers, except for ``ubsp-v1`` requests: opening one may fetch the requester's keys, which
+never happens on the network thread). A crash in a handler fails that task, never the agent.
 """
 from __future__ import annotations
 
@@ -59,8 +60,9 @@ class ResponderOptions:
 
     ``workers``: threads that execute requests; ``max_pending``: requests waiting for a worker before
     new ones are answered -32004 (busy). ``inline``: run the handler on the network thread instead of a
-    worker (one thread switch less per request; no worker threads are started); only for handlers that
-    answer at once and never block, such as echo. ``binary_artifacts``: honour a request for the native
+    worker (one thread switch less per request; no worker threads are started, unless the agent
+    speaks ubsp-v1: its sealed requests go to workers); only for handlers that answer at once and
+    never block, such as echo. ``binary_artifacts``: honour a request for the native
     binary artifact mode.
     ``keepalive``: MQTT keep-alive in seconds (the last will fires after 1.5 times this).
     ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
@@ -175,7 +177,7 @@ class Responder:
             if self.card is None and not self.pool:  # no card to carry its key metadata: its event topic does
                 self.ubsp.announce()
         self.runtime.register(self)
-        for i in range(0 if self.options.inline else self.options.workers):
+        for i in range(0 if self.options.inline and self.ubsp is None else self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -434,8 +436,8 @@ class Responder:
         if self.frozen:
             return
         self.stats.requests += 1
-        if self.options.inline:
-            self._run_one(msg, pooled)
+        if self.options.inline and not (self.ubsp is not None and ubsp_rules.is_protected(msg)):
+            self._run_one(msg, pooled)  # a sealed request goes to a worker: opening it may fetch keys
             return
         if self._queue.qsize() >= self.options.max_pending and self._answerable(msg):
             self.stats.overloaded += 1
