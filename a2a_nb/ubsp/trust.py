@@ -138,6 +138,8 @@ class KeyTrust:
     failure_cache_s: float = 30.0
     _cache: _Cache = field(default_factory=_Cache, init=False, repr=False, compare=False)
     _failures: _Cache = field(default_factory=_Cache, init=False, repr=False, compare=False)
+    _fetching: dict[str, threading.Event] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _fetching_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.allowed_hosts, str):  # ("a:1") without its comma is a string, not a tuple
@@ -188,8 +190,17 @@ class KeyTrust:
             if not fetch:
                 raise UntrustedKeySource.refused(f"jwksUri {uri}", "its keys are not fetched yet, and this "
                                                  "thread does not fetch (an agent's network thread)")
+            with self._fetching_lock:
+                running = self._fetching.get(uri)
+                if running is None:
+                    self._fetching[uri] = threading.Event()
+            if running is not None:  # another thread fetches it: one fetch, its outcome for both
+                running.wait(self.timeout_s + 1.0)
+                return self._fetched(uri, fetch)
             try:
                 cached = fetch_jwks(uri, self)  # not under the cache's lock: a slow server blocks no other URI
+                if self.cache_s > 0:
+                    self._cache.put(uri, cached, time.monotonic() + self.cache_s)
             except UntrustedKeySource as exc:
                 if self.failure_cache_s > 0:
                     until = time.monotonic() + self.failure_cache_s
@@ -197,8 +208,9 @@ class KeyTrust:
                     if isinstance(exc, KeyServerUnreachable) and origin:
                         self._failures.put(origin, str(exc), until)
                 raise
-            if self.cache_s > 0:
-                self._cache.put(uri, cached, time.monotonic() + self.cache_s)
+            finally:
+                with self._fetching_lock:
+                    self._fetching.pop(uri).set()
         return copy.deepcopy(cached)  # the caller may change its copy, never the cached one
 
     def _inline(self, jwks: Any) -> dict[str, Any]:
