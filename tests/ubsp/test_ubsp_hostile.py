@@ -29,7 +29,7 @@ from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.ubsp.keys import CONTENT_ALG, KEY_ALG, AgentKeys
 from a2a_nb.ubsp.local_keys import LocalKeys
-from tests.ubsp.test_ubsp_wire import ORG, REPORT, Operator, as_kit, uid, world  # noqa: F401  (world: a fixture)
+from tests.ubsp.test_ubsp_wire import ORG, REPORT, Operator, as_kit, uid
 from tests.waiting import wait_until
 
 CLI = [sys.executable, "-m", "a2a_nb"]
@@ -126,29 +126,55 @@ def test_a_sealed_reply_replayed_as_the_answer_to_the_next_send_is_refused(env, 
             operator.close()
 
 
-def test_stream_items_replayed_into_another_stream_are_refused(world):
-    """The sealed stream items of one SendStreamingMessage, played back with the Correlation Data of
-    the next one: each is refused; the second stream ends with its own items."""
-    operator, agent, coordinator, unit = world
-    assert list(coordinator.stream("analyst", "TCK-1")) and len(operator.on("/reply/")) >= 3
-    wait_until(lambda: len(operator.on("/reply/")) >= 4, 5)
-    kept = list(operator.on("/reply/"))
-    agent.frozen = True
-    results: list = []
-    worker = threading.Thread(target=lambda: results.append(list(coordinator.stream("analyst", "TCK-2"))))
-    worker.start()
-    assert wait_until(lambda: len(operator.on("/request/")) == 2, 10)
-    request = operator.on("/request/")[1]
-    for m in kept:
-        operator.publish(dataclasses.replace(as_kit(m), topic=request.properties.ResponseTopic,
-                                             correlation_data=request.properties.CorrelationData))
-    assert wait_until(lambda: coordinator.stats.refused >= len(kept), 15), coordinator.stats
-    agent.frozen = False
-    operator.publish(as_kit(request))
-    worker.join(30)
-    [events] = results
-    text = "".join(p["text"] for e in events if e.kind == "artifactUpdate" for p in e.data["artifact"]["parts"])
-    assert text == REPORT and "TCK-2" in json.dumps(events[-1].data) and "TCK-1" not in json.dumps(events[-1].data)
+def test_stream_items_replayed_into_another_stream_are_refused(broker_url):
+    """One requester identity, two processes (two ``send --stream --ubsp`` of one user, B's keys
+    loaded before A's stream ran): the sealed stream items of A's SendStreamingMessage, played back
+    with the Correlation Data of B's, are each refused (B never saw their jti and they were issued
+    after it started: only the binding to B's request tells them apart); B's stream then ends with
+    its own items. (Before: B took A's items.)"""
+    from a2a_nb.protocol import cards
+    from a2a_nb.ubsp.protection import Ubsp
+    from tests.ubsp.test_ubsp_wire import INLINE, analyst
+
+    unit = uid("bind")
+    operator = Operator(broker_url, unit)
+    card = cards.agent_card(name="Analyst", description="Analyses tickets.", version="1.0.0", org=ORG, unit=unit,
+                            agent="analyst", skills=[cards.skill("rca", "Root cause", "Finds root causes", tags=["t"])],
+                            streaming=True)
+    agent = Responder("analyst", analyst, org=ORG, unit=unit, broker=broker_url, card=card,
+                      ubsp=Ubsp(AgentKeys("analyst"), INLINE))
+    keys = AgentKeys("coordinator")
+    b_keys = AgentKeys("coordinator", keys.private_jwks())  # B's process starts ...
+    a = Requester("coordinator", org=ORG, unit=unit, broker=broker_url, ubsp=Ubsp(keys, INLINE))
+    try:
+        assert list(a.stream("analyst", "TCK-1"))
+        wait_until(lambda: len(operator.on("/reply/")) >= 4, 5)
+        kept = list(operator.on("/reply/"))
+    finally:
+        a.close()  # ... and connects once A is done (one client id: one session at a time)
+    b = Requester("coordinator", org=ORG, unit=unit, broker=broker_url, ubsp=Ubsp(b_keys, INLINE))
+    try:
+        agent.frozen = True
+        results: list = []
+        worker = threading.Thread(target=lambda: results.append(list(b.stream("analyst", "TCK-2"))))
+        worker.start()
+        assert wait_until(lambda: len(operator.on("/request/")) == 2, 10)
+        request = operator.on("/request/")[1]
+        for m in kept:
+            operator.publish(dataclasses.replace(as_kit(m), topic=request.properties.ResponseTopic,
+                                                 correlation_data=request.properties.CorrelationData))
+        assert wait_until(lambda: b.stats.refused >= len(kept) or not worker.is_alive(), 15), b.stats
+        assert b.stats.refused == len(kept), f"B took A's stream items: {results}"
+        agent.frozen = False
+        operator.publish(as_kit(request))
+        worker.join(30)
+        [events] = results
+        text = "".join(p["text"] for e in events if e.kind == "artifactUpdate" for p in e.data["artifact"]["parts"])
+        assert text == REPORT and "TCK-2" in json.dumps(events[-1].data) and "TCK-1" not in json.dumps([e.data for e in events])
+    finally:
+        b.close()
+        agent.stop()
+        operator.close()
 
 
 # -- item 2: replays survive a restart ---------------------------------------------------------------------
