@@ -122,3 +122,29 @@ def test_processes_opening_a_fresh_key_home_at_once_all_serve_keys_its_ca_trusts
     finally:
         for home in homes:
             home.close()
+
+
+def test_jwe_headers_are_read_before_decrypting_zip_and_other_algorithms_refused(pair):
+    """Compact or JSON serialization: ``zip`` in any header, another alg/enc, a header too long or not
+    JSON is refused before jwcrypto sees the payload (issue 35 item 3; the end-to-end bomb:
+    test_ubsp_hostile.py)."""
+    from a2a_nb.ubsp.keys import jwe_header_problem
+
+    coordinator, analyst = pair
+
+    def b64(obj) -> bytes:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=")
+
+    good = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    assert jwe_header_problem(good) is None
+    ours = {"alg": "ECDH-ES+A256KW", "enc": "A256GCM"}
+    assert "compressed JWE" in jwe_header_problem(b64({**ours, "zip": "DEF"}) + b".a.b.c.d")
+    assert "not ECDH-ES+A256KW/A256GCM" in jwe_header_problem(b64({"alg": "dir", "enc": "A256GCM"}) + b".a.b.c.d")
+    assert "4 KiB" in jwe_header_problem(b"e" * 5000 + b".a.b.c.d")
+    assert "base64url JSON" in jwe_header_problem(b"!!!.a.b.c.d")
+    as_json = {"protected": b64(ours).decode(), "unprotected": {"zip": "DEF"}, "ciphertext": "x"}
+    assert "compressed JWE" in jwe_header_problem(json.dumps(as_json).encode())
+    as_json = {"protected": b64(ours).decode(), "recipients": [{"header": {"zip": "DEF"}}]}
+    assert "compressed JWE" in jwe_header_problem(json.dumps(as_json).encode())
+    with pytest.raises(SealError, match="compressed JWE"):
+        analyst.open(b64({**ours, "zip": "DEF"}) + b".a.b.c.d", "coordinator", opener(pair), now=time.time())

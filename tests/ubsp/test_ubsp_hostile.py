@@ -24,7 +24,7 @@ from jwcrypto.common import json_encode
 
 from a2a_nb.agents.requester import Requester
 from a2a_nb.agents.responder import Responder, ResponderOptions
-from a2a_nb.protocol import properties, ubsp
+from a2a_nb.protocol import ubsp
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.ubsp.keys import CONTENT_ALG, KEY_ALG, AgentKeys
