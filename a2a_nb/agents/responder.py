@@ -517,15 +517,25 @@ class Responder:
     def _seal_for(self, msg: MqttMessage) -> Optional[Seal]:
         """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1, each bound
         to the request (its ``jti``, Correlation Data and JSON-RPC id, signed in). A reply that cannot
-        be sealed (no trusted key for the requester) is not sent. A protected request this agent
-        could not open gets only errors, in plaintext (they say only why; Untrusted-Broker Security
-        Profile 11, ``ubsp_rules.is_plaintext_refusal``): refusing it costs no key lookup."""
+        be sealed (no trusted key for the requester) is not sent. A protected request this agent did
+        not open gets only its refusal (-32005), bound to its Correlation Data, sealed when the
+        requester's keys are at hand, else in plaintext (it says only why; Untrusted-Broker Security
+        Profile 11, ``ubsp_rules.is_plaintext_refusal``): refusing it costs no key fetch."""
         if self.ubsp is None or not ubsp_rules.is_protected(msg):
             return None
-        jti = msg.user_property(ubsp_rules.OPENED_JTI)
-        if jti is None:  # not opened: its refusal goes in plaintext
-            return _errors_only
         protection, requester = self.ubsp, msg.user_property(properties.REQUESTER_AGENT_ID) or ""
+        jti = msg.user_property(ubsp_rules.OPENED_JTI)
+        if jti is None:  # not opened: the refusal, sealed only with keys at hand
+            refusal = ubsp_rules.reply_binding(None, msg.correlation_data, None)
+
+            def seal_refusal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
+                if not ubsp_rules.is_plaintext_refusal(_json_or_none(reply.payload)):
+                    return None  # only a refusal answers a request that was not opened
+                try:
+                    return protection.seal_reply(reply, sender, requester, refusal, fetch=False)
+                except ValueError:  # no key at hand for the requester (or none at all)
+                    return reply
+            return seal_refusal
         binding = ubsp_rules.reply_binding(jti, msg.correlation_data, jsonrpc.request_id_of(msg.payload))
 
         def seal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
@@ -630,11 +640,9 @@ class Responder:
                                                      seal or self._seal_for(msg))])
 
 
-def _errors_only(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
-    """The "seal" of a protected request that was not opened: a JSON-RPC error goes as it is, in
-    plaintext; anything else is not sent (it would be in plaintext)."""
+def _json_or_none(payload: bytes):
     try:
-        return reply if ubsp_rules.is_plaintext_refusal(json.loads(reply.payload)) else None  # our own JSON
+        return json.loads(payload)  # our own reply
     except ValueError:
         return None
 

@@ -158,21 +158,27 @@ BINDING_CLAIM = "req"
 """The claim of a reply or stream item naming the request it answers."""
 
 
-def reply_binding(request_jti: str, correlation: Optional[bytes], request_id: Any) -> dict[str, Any]:
+def reply_binding(request_jti: Optional[str], correlation: Optional[bytes], request_id: Any) -> dict[str, Any]:
     """The claim a responder signs into every reply and stream item to one request: that request's
-    ``jti``, Correlation Data (hex) and JSON-RPC id."""
+    ``jti``, Correlation Data (hex) and JSON-RPC id. The refusal of a request the responder could
+    not open names its Correlation Data only (``request_jti`` and ``request_id`` None)."""
     return {BINDING_CLAIM: {"jti": request_jti, "cd": (correlation or b"").hex(), "id": request_id}}
 
 
 def binding_problem(found: Mapping[str, Any], request_jti: str, correlation: Optional[bytes],
-                    request_id: Any) -> Optional[str]:
+                    request_id: Any, is_error: bool = False) -> Optional[str]:
     """Why a reply's claims do not bind it to the request sealed with ``request_jti``, sent with
-    ``correlation`` and JSON-RPC id ``request_id`` (None: they do). One line."""
+    ``correlation`` and JSON-RPC id ``request_id`` (None: they do). One line. A JSON-RPC error
+    (``is_error``) bound by Correlation Data alone is accepted: the refusal of a request its
+    responder could not open (it tells no more than a plaintext refusal, which is accepted too)."""
     bound = found.get(BINDING_CLAIM)
     if not isinstance(bound, dict):
         return "the sealed reply names no request it answers (no req claim): refused"
     want = reply_binding(request_jti, correlation, request_id)[BINDING_CLAIM]
-    for part, label in (("jti", "request jti"), ("cd", "Correlation Data"), ("id", "JSON-RPC id")):
+    parts: tuple[tuple[str, str], ...] = (("jti", "request jti"), ("cd", "Correlation Data"), ("id", "JSON-RPC id"))
+    if is_error and bound.get("jti") is None and bound.get("id") is None:
+        parts = (("cd", "Correlation Data"),)
+    for part, label in parts:
         if bound.get(part) != want[part]:
             return (f"the sealed reply answers another request ({label} {str(bound.get(part))[:40]!r}, "
                     f"not {str(want[part])[:40]!r}): refused as a replay")

@@ -113,12 +113,12 @@ class AgentKeys:
 
     def open(self, sealed: bytes, sender: str, sender_jwks: Callable[[str], Mapping[str, Any]], *,
              now: float, recipient: Optional[str] = None, recorded: bool = False,
-             answers: Optional[tuple[str, Optional[bytes], Any]] = None) -> Opened:
+             also: Optional[Callable[[Mapping[str, Any], bytes], Optional[str]]] = None) -> Opened:
         """Decrypt with this agent's key, verify ``sender``'s signature (its keys from ``sender_jwks``,
         called only after the decryption worked), check the claims (sealed for ``recipient``, by
-        default this agent) and the replay cache. ``answers``: a reply must be bound to this request
-        (its ``jti``, Correlation Data and JSON-RPC id; :func:`a2a_nb.protocol.ubsp.binding_problem`).
-        ``recorded``: a message read again from a recording (a notebook holding the key): sender,
+        default this agent), ``also`` (a further check of the claims and payload: whether a reply
+        answers the request it should, :meth:`a2a_nb.ubsp.protection.Ubsp.open_reply`), then the
+        replay cache. ``recorded``: a message read again from a recording (a notebook holding the key): sender,
         recipient and signature are checked, its age and the replay cache are not. Never for a
         message that is to be acted on."""
         if len(sealed) > MAX_SEALED_BYTES:
@@ -143,8 +143,8 @@ class AgentKeys:
             raise SealError(f"signature of {sender} not valid: {_why(exc)}") from None
         checked_at = float(header.get("iat", now)) if recorded and isinstance(header.get("iat"), (int, float)) else now
         problem = ubsp.claims_problem(header, sender, recipient or self.agent, checked_at)
-        if problem is None and answers is not None:
-            problem = ubsp.binding_problem(header, *answers)
+        if problem is None and also is not None:
+            problem = also(header, bytes(inner.payload))
         if problem is None and not recorded:
             with self._lock:
                 problem = self._replays.check(header["jti"], float(header["exp"]), now, float(header["iat"]))

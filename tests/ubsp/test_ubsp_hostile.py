@@ -71,10 +71,12 @@ def request_props(requester: str, recipient: str) -> tuple:
     return ubsp.request_properties(requester, recipient)
 
 
-def error_of(m) -> dict:
-    """A plaintext JSON-RPC error reply (a refusal); fails on a sealed or successful one."""
-    assert getattr(m.properties, "ContentType", None) is None, "a sealed answer: the request was run"
-    answer = json.loads(m.payload)
+def error_of(m, reader=None) -> dict:
+    """The JSON-RPC error of a refusal: in plaintext, or (``reader``: the requester's ubsp-v1, which
+    can open it) sealed to the requester; fails on an answer with a result."""
+    sealed = getattr(m.properties, "ContentType", None) is not None
+    assert reader is not None or not sealed, "a sealed answer to a request of the attacker's"
+    answer = reader.read_recorded(as_kit(m), ORG, m.topic.split("/")[4]).json() if sealed else json.loads(m.payload)
     assert "result" not in answer, answer
     return answer["error"]
 
@@ -200,7 +202,7 @@ def test_a_sealed_request_replayed_after_the_agent_restarts_is_refused(agent, se
             again = dataclasses.replace(as_kit(captured), correlation_data=uuid.uuid4().bytes)
             operator.publish(again)
             assert wait_until(lambda: replies_on(operator, again.correlation_data), 30), "no answer to the replay"
-            err = error_of(replies_on(operator, again.correlation_data)[0])
+            err = error_of(replies_on(operator, again.correlation_data)[0], coordinator.ubsp)
             assert err["code"] == -32005 and "replayed" in err["message"], err
             assert coordinator.send(name, "Analyze ticket TCK-4822").result  # a new request is answered
         finally:

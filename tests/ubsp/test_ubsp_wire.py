@@ -173,13 +173,10 @@ def sealed_request(coordinator: Requester, unit: str, to: str, text: str, *,
     return dataclasses.replace(sealed_msg, user_properties=ubsp.request_properties("coordinator", recipient))
 
 
-def refusal(m: mqtt.MQTTMessage) -> dict:
-    """The error of a refusal: a request that could not be opened is refused in plaintext (only why;
-    no key lookup for it), never with a result."""
-    assert getattr(m.properties, "ContentType", None) is None
-    answer = json.loads(m.payload)
-    assert "result" not in answer
-    return answer["error"]
+def opened_error(coordinator: Requester, unit: str, m: mqtt.MQTTMessage) -> dict:
+    assert coordinator.ubsp is not None
+    opened = coordinator.ubsp.open_reply(as_kit(m), ORG, unit)
+    return json.loads(opened.payload)["error"]
 
 
 def test_a_replayed_request_is_refused_and_runs_once(world):
@@ -192,7 +189,7 @@ def test_a_replayed_request_is_refused_and_runs_once(world):
     again = dataclasses.replace(first, correlation_data=uuid.uuid4().bytes)
     operator.publish(again)
     [answer] = replies_to(operator, again.correlation_data)
-    err = refusal(answer)
+    err = opened_error(coordinator, unit, answer)
     assert err["code"] == -32005 and "replayed" in err["message"]
     assert agent.stats.executions == 1 and agent.ubsp.refused == 1
 
@@ -203,7 +200,7 @@ def test_a_request_addressed_to_another_agent_is_refused(world):
     msg = sealed_request(coordinator, unit, "analyst", SECRET, recipient="billing")
     operator.publish(msg)
     [answer] = replies_to(operator, msg.correlation_data)
-    err = refusal(answer)
+    err = opened_error(coordinator, unit, answer)
     assert err["code"] == -32005 and "billing" in err["message"] and "not this responder" in err["message"]
     assert agent.stats.executions == 0
 
@@ -220,7 +217,7 @@ def test_a_request_sealed_to_another_key_or_tampered_is_refused(world):
     for msg in (wrong, tampered):
         operator.publish(msg)
         [answer] = replies_to(operator, msg.correlation_data)
-        err = refusal(answer)
+        err = opened_error(coordinator, unit, answer)
         assert err["code"] == -32005 and "cannot decrypt" in err["message"], err
     assert agent.stats.executions == 0
 

@@ -119,6 +119,10 @@ def test_a_reply_binding_names_the_request_and_any_other_is_refused_naming_what_
     assert "request jti 'j0'" in ubsp.binding_problem(ubsp.reply_binding("j0", b"\x01\x02", "7"), "j1", b"\x01\x02", "7")
     assert "Correlation Data" in ubsp.binding_problem(ubsp.reply_binding("j1", b"\x09", "7"), "j1", b"\x01\x02", "7")
     assert "JSON-RPC id" in ubsp.binding_problem(ubsp.reply_binding("j1", b"\x01\x02", 7), "j1", b"\x01\x02", "7")
+    refusal = ubsp.reply_binding(None, b"\x01\x02", None)  # the refusal of a request that was not opened
+    assert ubsp.binding_problem(refusal, "j1", b"\x01\x02", "7", is_error=True) is None
+    assert "request jti" in ubsp.binding_problem(refusal, "j1", b"\x01\x02", "7")  # never a result
+    assert "Correlation Data" in ubsp.binding_problem(refusal, "j1", b"\x09", "7", is_error=True)
 
 
 def test_the_replay_cache_refuses_what_was_issued_before_not_before():
