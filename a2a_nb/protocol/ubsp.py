@@ -205,7 +205,7 @@ class ReplayCache:
 
     def check(self, jti: str, exp: float, now: float, iat: Optional[float] = None) -> Optional[str]:
         """None the first time ``jti`` is seen (it is remembered until ``exp``), else why it is refused."""
-        if self.not_before is not None and iat is not None and iat < self.not_before:
+        if self.not_before is not None and iat is not None and iat < self.not_before - 0.001:  # iat: in ms
             return (f"issued {self.not_before - iat:.1f} s before this agent started: refused as a possible "
                     "replay (its memory of earlier requests is gone); send it again")
         self._expire(now)

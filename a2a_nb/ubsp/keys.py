@@ -26,6 +26,7 @@ import json
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
@@ -193,11 +194,30 @@ def jwe_header_problem(sealed: bytes) -> Optional[str]:
     return None
 
 
+MAX_PARSED_SETS = 256
+"""Peer key sets kept parsed (by content; the least recently used dropped first)."""
+_parsed: "OrderedDict[str, jwk.JWKSet]" = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
 def _keyset(jwks: Mapping[str, Any], owner: str) -> jwk.JWKSet:
+    """``jwks`` parsed, from a bounded cache keyed by its content: a peer's set is parsed once, not
+    on every seal and open (the parse builds the EC keys: most of a small message's cost)."""
     try:
-        return jwk.JWKSet.from_json(json.dumps(dict(jwks)))
+        text = json.dumps(dict(jwks), sort_keys=True)
+        with _parsed_lock:
+            found = _parsed.get(text)
+            if found is not None:
+                _parsed.move_to_end(text)
+                return found
+        found = jwk.JWKSet.from_json(text)
     except (JWException, ValueError, TypeError) as exc:
         raise SealError(f"the key set of {owner} is not a JWK Set: {_why(exc)}") from None
+    with _parsed_lock:
+        _parsed[text] = found
+        while len(_parsed) > MAX_PARSED_SETS:
+            _parsed.popitem(last=False)
+    return found
 
 
 def _one(keys: jwk.JWKSet, use: str, kid: Optional[str] = None) -> jwk.JWK:

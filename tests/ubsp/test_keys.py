@@ -148,3 +148,17 @@ def test_jwe_headers_are_read_before_decrypting_zip_and_other_algorithms_refused
     assert "compressed JWE" in jwe_header_problem(json.dumps(as_json).encode())
     with pytest.raises(SealError, match="compressed JWE"):
         analyst.open(b64({**ours, "zip": "DEF"}) + b".a.b.c.d", "coordinator", opener(pair), now=time.time())
+
+
+def test_a_peer_key_set_is_parsed_once_and_the_cache_is_bounded(pair, monkeypatch):
+    """Issue 40 item 1: no JWKSet.from_json per seal and open; at most MAX_PARSED_SETS kept."""
+    from a2a_nb.ubsp import keys as keys_module
+
+    coordinator, analyst = pair
+    assert keys_module._keyset(analyst.public_jwks(), "analyst") is keys_module._keyset(analyst.public_jwks(), "analyst")
+    monkeypatch.setattr(keys_module, "MAX_PARSED_SETS", 2)
+    for agent in ("x", "y", "z"):
+        keys_module._keyset(AgentKeys(agent).public_jwks(), agent)
+    assert len(keys_module._parsed) == 2
+    with pytest.raises(SealError, match="not a JWK Set"):
+        keys_module._keyset({"keys": "nope"}, "mallory")
