@@ -15,6 +15,7 @@ import queue
 import random
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
@@ -89,6 +90,8 @@ class _Call:
         self.refused = False  # the last attempt's publish was refused: stop waiting for its reply
         self.opener: Optional[Callable[[MqttMessage], Optional[MqttMessage]]] = None
         """ubsp-v1: opens each reply on the caller's thread (None: not a protected one, skip it)."""
+        self.sealed_as: dict[bytes, str] = {}
+        """ubsp-v1: each attempt's Correlation Data -> the jti its request was sealed with (its replies name it)."""
 
     def push(self, msg: MqttMessage) -> None:
         self._queue.put(msg)
@@ -307,7 +310,9 @@ class Requester:
         if call.opener is not None and self.ubsp is not None and target.agent is not None:
             # sealed anew for each attempt (a fresh jti: a retry is no replay); no trusted key for the
             # target raises UntrustedKeySource here: nothing is sent in plaintext instead
-            msg = self.ubsp.seal_request(msg, target.org, target.unit, target.agent)
+            jti = str(uuid.uuid4())
+            msg = self.ubsp.seal_request(msg, target.org, target.unit, target.agent, jti=jti)
+            call.sealed_as[corr] = jti
         with self._lock:
             self._inflight[corr] = call
         call.correlations.append(corr)
@@ -323,9 +328,11 @@ class Requester:
             call.refused = True
         return att
 
-    def _opener(self, org: str, unit: str) -> Callable[[MqttMessage], Optional[MqttMessage]]:
+    def _opener(self, call: _Call, org: str, unit: str) -> Callable[[MqttMessage], Optional[MqttMessage]]:
         """Open the replies of a ubsp-v1 call; a reply that is not sealed for this requester by the
-        agent it names is refused (None), except a plaintext JSON-RPC error: a responder that cannot
+        agent it names, or not bound to the attempt whose Correlation Data it carries (its jti and
+        the call's JSON-RPC id signed in: a reply captured from another exchange), is refused (None,
+        said once through ``on_notice``), except a plaintext JSON-RPC error: a responder that cannot
         open a request, or has no trusted key for us, can say so only in plaintext."""
         protection = self.ubsp
         assert protection is not None
@@ -334,11 +341,13 @@ class Requester:
             if not msg.user_property(properties.SECURITY_PROFILE) and ubsp_rules.is_plaintext_refusal(_json_or_none(msg)):
                 self.stats.plaintext_errors += 1
                 return msg
+            jti = call.sealed_as.get(msg.correlation_data or b"", "")
             try:
-                return protection.open_reply(msg, org, unit)
+                return protection.open_reply(msg, org, unit, answers=(jti, msg.correlation_data, call.request_id))
             except ValueError as exc:  # SealError, UntrustedKeySource
                 self.stats.refused += 1
                 log.warning("%s refused a reply on %s: %s", self.agent, msg.topic, exc)
+                self._notice(f"refused a sealed reply: {exc}")
                 return None
         return open_reply
 
@@ -355,7 +364,7 @@ class Requester:
         if self.ubsp is not None:
             if target.agent is None:
                 raise ValueError(f"ubsp-v1 seals a request to one recipient's key: {target} is a pool (send to an agent)")
-            call.opener = self._opener(target.org, target.unit)
+            call.opener = self._opener(call, target.org, target.unit)
         payload = encode_json(jsonrpc.request(method, params, call.request_id))
         props = self._properties(artifact_mode)
         while True:

@@ -6,10 +6,12 @@ Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 
 
 Requests arrive on the session's network thread and are only queued there; a small pool of worker
 threads checks and executes them (an ``inline`` agent, such as echo, runs them on the network thread
-and has no workers). A crash in a handler fails that task, never the agent.
+and has no workers, except for ``ubsp-v1`` requests: opening one may fetch the requester's keys, which
+never happens on the network thread). A crash in a handler fails that task, never the agent.
 """
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -58,8 +60,9 @@ class ResponderOptions:
 
     ``workers``: threads that execute requests; ``max_pending``: requests waiting for a worker before
     new ones are answered -32004 (busy). ``inline``: run the handler on the network thread instead of a
-    worker (one thread switch less per request; no worker threads are started); only for handlers that
-    answer at once and never block, such as echo. ``binary_artifacts``: honour a request for the native
+    worker (one thread switch less per request; no worker threads are started, unless the agent
+    speaks ubsp-v1: its sealed requests go to workers); only for handlers that answer at once and
+    never block, such as echo. ``binary_artifacts``: honour a request for the native
     binary artifact mode.
     ``keepalive``: MQTT keep-alive in seconds (the last will fires after 1.5 times this).
     ``max_request_bytes``: larger request payloads are answered with -32600 without being parsed.
@@ -174,7 +177,7 @@ class Responder:
             if self.card is None and not self.pool:  # no card to carry its key metadata: its event topic does
                 self.ubsp.announce()
         self.runtime.register(self)
-        for i in range(0 if self.options.inline else self.options.workers):
+        for i in range(0 if self.options.inline and self.ubsp is None else self.options.workers):
             t = threading.Thread(target=self._work, name=f"{self.agent}-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -434,8 +437,8 @@ class Responder:
         if self.frozen:
             return
         self.stats.requests += 1
-        if self.options.inline:
-            self._run_one(msg, pooled)
+        if self.options.inline and not (self.ubsp is not None and ubsp_rules.is_protected(msg)):
+            self._run_one(msg, pooled)  # a sealed request goes to a worker: opening it may fetch keys
             return
         if self._queue.qsize() >= self.options.max_pending and self._answerable(msg):
             self.stats.overloaded += 1
@@ -476,8 +479,7 @@ class Responder:
                 opened = True
             except ValueError as exc:  # SealError, UntrustedKeySource: misaddressed, tampered, replayed, no key
                 log.info("%s refused a ubsp-v1 request: %s", self.agent, exc)  # answered -32005: the requester is told
-                self._reply_error(msg, None, errors.transport_protocol_error(f"ubsp-v1: {exc}"), pooled,
-                                  self._seal_for(msg, or_plaintext=True))
+                self._reply_error(msg, None, errors.transport_protocol_error(f"ubsp-v1: {exc}"), pooled)
                 return
         verdict = inbound.check_request(msg, self.runtime.clock(), self.agent, self.options.max_request_bytes,
                                         self.reply_namespaces, opened)
@@ -513,21 +515,36 @@ class Responder:
             mode = properties.MODE_JSON  # a protected stream's chunks are JWE text, never native binary
         return Listener(kind, topic, correlation, v.request_id, self.agent, pooled, mode, history_length, seal=seal)
 
-    def _seal_for(self, msg: MqttMessage, or_plaintext: bool = False) -> Optional[Seal]:
-        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1. A reply that
-        cannot be sealed (no trusted key for the requester) is not sent; ``or_plaintext``: the
-        -32005 refusal of a request that could not be opened goes in plaintext instead (it says only
-        why; Untrusted-Broker Security Profile 11, ``ubsp_rules.is_plaintext_refusal``)."""
+    def _seal_for(self, msg: MqttMessage) -> Optional[Seal]:
+        """How replies to ``msg`` are sealed: to its requester when it came under ubsp-v1, each bound
+        to the request (its ``jti``, Correlation Data and JSON-RPC id, signed in). A reply that cannot
+        be sealed (no trusted key for the requester) is not sent. A protected request this agent did
+        not open gets only its refusal (-32005), bound to its Correlation Data, sealed when the
+        requester's keys are at hand, else in plaintext (it says only why; Untrusted-Broker Security
+        Profile 11, ``ubsp_rules.is_plaintext_refusal``): refusing it costs no key fetch."""
         if self.ubsp is None or not ubsp_rules.is_protected(msg):
             return None
         protection, requester = self.ubsp, msg.user_property(properties.REQUESTER_AGENT_ID) or ""
+        jti = msg.user_property(ubsp_rules.OPENED_JTI)
+        if jti is None:  # not opened: the refusal, sealed only with keys at hand
+            refusal = ubsp_rules.reply_binding(None, msg.correlation_data, None)
+
+            def seal_refusal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
+                if not ubsp_rules.is_plaintext_refusal(_json_or_none(reply.payload)):
+                    return None  # only a refusal answers a request that was not opened
+                try:
+                    return protection.seal_reply(reply, sender, requester, refusal, fetch=False)
+                except ValueError:  # no key at hand for the requester (or none at all)
+                    return reply
+            return seal_refusal
+        binding = ubsp_rules.reply_binding(jti, msg.correlation_data, jsonrpc.request_id_of(msg.payload))
 
         def seal(reply: MqttMessage, sender: str) -> Optional[MqttMessage]:
             try:
-                return protection.seal_reply(reply, sender, requester)
+                return protection.seal_reply(reply, sender, requester, binding)
             except ValueError as exc:  # no trusted key for the requester
                 log.warning("%s cannot seal a reply to %s: %s", self.agent, requester, exc)
-                return reply if or_plaintext else None
+                return None
         return seal
 
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
@@ -617,6 +634,13 @@ class Responder:
         self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
                                                      jsonrpc.error_response(request_id, err),
                                                      seal or self._seal_for(msg))])
+
+
+def _json_or_none(payload: bytes):
+    try:
+        return json.loads(payload)  # our own reply
+    except ValueError:
+        return None
 
 
 def _reply_path(msg: MqttMessage) -> tuple[str, bytes]:

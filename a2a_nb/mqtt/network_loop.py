@@ -195,6 +195,10 @@ class NetworkLoop:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
+    def is_current(self) -> bool:
+        """Is the caller this loop's thread (a message handler)?"""
+        return threading.current_thread() is self._thread
+
     def wake(self) -> None:
         """Make the thread leave ``select`` now (a byte on its own socket pair)."""
         try:

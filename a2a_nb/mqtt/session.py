@@ -729,6 +729,11 @@ class Session:
         over (``network_loop.py``); the time now when the session has no network thread."""
         return self._loop.read_until if self._loop is not None else time.monotonic()
 
+    def on_network_thread(self) -> bool:
+        """Is the caller this session's network thread (a message handler), which must never wait
+        for anything slow: a key fetch, a PUBACK?"""
+        return self._loop is not None and self._loop.is_current()
+
     def wait_connected(self, timeout: float = 10.0) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: self._connected or self._closed, timeout) and self._connected

@@ -8,6 +8,9 @@ properties) stay readable, because the broker routes by them. What this module s
   and a requester make on them (Profile: Optional Untrusted-Broker Security Profile 2-4, 8-11);
 * the claims inside the protected content: who sent it (``iss``), to whom (``aud``), a unique
   ``jti`` and a short ``exp`` (item 12: replay protection), and a bounded :class:`ReplayCache`;
+* in a reply or stream item, the request it answers (``req``: the request's ``jti``, Correlation
+  Data and JSON-RPC id, inside the signed part): a sealed reply captured from one exchange cannot
+  answer another (:func:`reply_binding`, :func:`binding_problem`);
 * where an agent's public key metadata is found (items 5-7; Security Metadata and Trust 1): a
   responder's in its Agent Card, as the params of the extension :data:`EXTENSION_URI`
   (``{"jwksUri": ..., "jwks": ...}``); a requester, which has no card, publishes the same object
@@ -44,8 +47,12 @@ SKEW_S = 5.0
 """Clock difference tolerated between two agents."""
 MAX_JTI = 128
 
+OPENED_JTI = "a2a-nb-ubsp-request-jti"
+"""Set by the responder on a request it opened (never on the wire: one that arrives with it loses it):
+the request's ``jti``, which every reply to it is bound to."""
+
 UBSP_PROPERTIES = frozenset({properties.SECURITY_PROFILE, properties.REQUESTER_AGENT_ID,
-                             properties.RECIPIENT_AGENT_ID, properties.RECIPIENT_KID})
+                             properties.RECIPIENT_AGENT_ID, properties.RECIPIENT_KID, OPENED_JTI})
 
 
 def request_properties(requester: str, recipient: str, kid: Optional[str] = None) -> UserProperties:
@@ -125,7 +132,7 @@ def _is_id(value: str) -> bool:
 def claims(sender: str, recipient: str, jti: str, now: Optional[float] = None, ttl: float = TTL_S) -> dict[str, Any]:
     """What a sender puts in the protected content beside the payload (item 12)."""
     now = time.time() if now is None else now
-    return {"iss": sender, "aud": recipient, "jti": jti, "iat": int(now), "exp": int(now + ttl) + 1}
+    return {"iss": sender, "aud": recipient, "jti": jti, "iat": round(now, 3), "exp": int(now + ttl) + 1}
 
 
 def claims_problem(found: Mapping[str, Any], sender: str, recipient: str, now: float) -> Optional[str]:
@@ -147,28 +154,78 @@ def claims_problem(found: Mapping[str, Any], sender: str, recipient: str, now: f
     return None
 
 
+BINDING_CLAIM = "req"
+"""The claim of a reply or stream item naming the request it answers."""
+
+
+def reply_binding(request_jti: Optional[str], correlation: Optional[bytes], request_id: Any) -> dict[str, Any]:
+    """The claim a responder signs into every reply and stream item to one request: that request's
+    ``jti``, Correlation Data (hex) and JSON-RPC id. The refusal of a request the responder could
+    not open names its Correlation Data only (``request_jti`` and ``request_id`` None)."""
+    return {BINDING_CLAIM: {"jti": request_jti, "cd": (correlation or b"").hex(), "id": request_id}}
+
+
+def binding_problem(found: Mapping[str, Any], request_jti: str, correlation: Optional[bytes],
+                    request_id: Any, is_error: bool = False) -> Optional[str]:
+    """Why a reply's claims do not bind it to the request sealed with ``request_jti``, sent with
+    ``correlation`` and JSON-RPC id ``request_id`` (None: they do). One line. A JSON-RPC error
+    (``is_error``) bound by Correlation Data alone is accepted: the refusal of a request its
+    responder could not open (it tells no more than a plaintext refusal, which is accepted too)."""
+    bound = found.get(BINDING_CLAIM)
+    if not isinstance(bound, dict):
+        return "the sealed reply names no request it answers (no req claim): refused"
+    want = reply_binding(request_jti, correlation, request_id)[BINDING_CLAIM]
+    parts: tuple[tuple[str, str], ...] = (("jti", "request jti"), ("cd", "Correlation Data"), ("id", "JSON-RPC id"))
+    if is_error and bound.get("jti") is None and bound.get("id") is None:
+        parts = (("cd", "Correlation Data"),)
+    for part, label in parts:
+        if bound.get(part) != want[part]:
+            return (f"the sealed reply answers another request ({label} {str(bound.get(part))[:40]!r}, "
+                    f"not {str(want[part])[:40]!r}): refused as a replay")
+    return None
+
+
 class ReplayCache:
     """The ``jti`` values seen and not yet expired (item 12). Bounded: when ``max_entries`` unexpired
     ones are held, new payloads are refused (fail closed) instead of forgetting one that could then
-    be replayed."""
+    be replayed.
 
-    def __init__(self, max_entries: int = 100_000):
+    ``not_before``: payloads issued (``iat``) before it are refused. An agent whose keys outlive its
+    process (loaded, not made fresh) and whose memory of the ``jti`` values it saw did not survive
+    the restart sets it to its start time: else a request captured before the restart could be
+    replayed within its ``exp``. It compares the sender's clock with ours: a sender ``d`` seconds
+    behind sees its requests of the agent's first ``d`` seconds refused; one ``d`` seconds ahead
+    leaves a window of ``d`` seconds before the restart (a cache kept on disk,
+    :class:`a2a_nb.ubsp.replays.KeptReplayCache`, has no such window)."""
+
+    def __init__(self, max_entries: int = 100_000, not_before: Optional[float] = None):
         self.max_entries = max_entries
+        self.not_before = not_before
         self._seen: "OrderedDict[str, float]" = OrderedDict()  # jti -> exp, oldest first
 
-    def check(self, jti: str, exp: float, now: float) -> Optional[str]:
+    def check(self, jti: str, exp: float, now: float, iat: Optional[float] = None) -> Optional[str]:
         """None the first time ``jti`` is seen (it is remembered until ``exp``), else why it is refused."""
-        while self._seen:
-            first, first_exp = next(iter(self._seen.items()))
-            if first_exp + SKEW_S >= now:
-                break
-            del self._seen[first]
+        if self.not_before is not None and iat is not None and iat < self.not_before - 0.001:  # iat: in ms
+            return (f"issued {self.not_before - iat:.1f} s before this agent started: refused as a possible "
+                    "replay (its memory of earlier requests is gone); send it again")
+        self._expire(now)
         if jti in self._seen:
             return f"replayed: jti {jti[:40]} was seen before"
         if len(self._seen) >= self.max_entries:
             return "replay cache full: refusing protected payloads until some expire"
         self._seen[jti] = exp
+        self._remembered(jti, exp)
         return None
+
+    def _expire(self, now: float) -> None:
+        while self._seen:
+            first, first_exp = next(iter(self._seen.items()))
+            if first_exp + SKEW_S >= now:
+                break
+            del self._seen[first]
+
+    def _remembered(self, jti: str, exp: float) -> None:
+        """Hook: a new ``jti`` was accepted (a cache kept on disk writes it down)."""
 
     def __len__(self) -> int:
         return len(self._seen)

@@ -5,7 +5,9 @@ key metadata is on the broker: a responder's in its Agent Card (the ``ubsp-v1`` 
 a requester's retained on its event topic (:func:`a2a_nb.protocol.ubsp.key_metadata_message`). The
 directory follows both for the agent's org/unit from the start (the retained ones arrive right after
 subscribing), so a lookup only reads what arrived: it never subscribes or waits on the network thread
-(an agent that answers there, ``ResponderOptions(inline=True)``, must not block it).
+(an agent that answers there, ``ResponderOptions(inline=True)``, must not block it), and a
+lookup on the network thread never fetches a ``jwksUri``: it uses what is cached, or fails at once
+(a responder opens sealed requests on a worker, where a fetch may wait).
 
 The broker is not trusted, so the metadata only says *where* the keys are: :class:`~.trust.KeyTrust`
 decides whether to believe it (a ``jwksUri`` on an allowed HTTPS host; an inline set only when the
@@ -54,9 +56,10 @@ class KeyDirectory:
         self.session.subscribe(topics.discovery_filter(org, unit), handler=self._on_message)
         self.session.subscribe(f"{topics.PREFIX}/event/{org}/{unit}/+", handler=self._on_message)
 
-    def jwks(self, org: str, unit: str, agent: str, wait: float = 0.0) -> dict[str, Any]:
+    def jwks(self, org: str, unit: str, agent: str, wait: float = 0.0, fetch: bool = True) -> dict[str, Any]:
         """The trusted public JWK Set of ``agent``; :class:`UntrustedKeySource` when it has none.
-        ``wait``: seconds to wait for metadata not seen yet (0 on the network thread)."""
+        ``wait``: seconds to wait for metadata not seen yet (0 on the network thread); ``fetch=False``:
+        only keys already at hand (never fetched on the network thread either)."""
         if (org, unit) not in self._followed:
             if not wait:
                 raise UntrustedKeySource(f"no ubsp-v1 key metadata for {org}/{unit}/{agent}: {org}/{unit} is not followed")
@@ -70,7 +73,7 @@ class KeyDirectory:
         if metadata is None:
             raise UntrustedKeySource(f"no ubsp-v1 key metadata for {org}/{unit}/{agent} on the broker "
                                      f"(no card extension {ubsp.EXTENSION_URI}, no key-metadata event)")
-        return self.trust.jwks_for(metadata)
+        return self.trust.jwks_for(metadata, fetch=fetch and not self.session.on_network_thread())
 
     def _on_message(self, msg: MqttMessage) -> None:
         """Network thread: a card or an event of the followed org/units."""

@@ -4,20 +4,29 @@ Profile: Optional Untrusted-Broker Security Profile 4-6, 12. A sealed payload is
 serialization, MQTT Content Type ``application/jose``) encrypted to the recipient's encryption key
 (``ECDH-ES+A256KW`` with ``A256GCM``): the broker cannot read it, and any change to it makes the
 decryption fail. Inside is a JWS (``ES256``) by the sender's signing key, whose protected header
-holds the claims (``iss``, ``aud``, ``jti``, ``iat``, ``exp``: :func:`a2a_nb.protocol.ubsp.claims`)
-and whose payload is the JSON-RPC message, byte for byte. Why sign as well as encrypt: anyone can
+holds the claims (``iss``, ``aud``, ``jti``, ``iat``, ``exp``: :func:`a2a_nb.protocol.ubsp.claims`;
+a reply's also ``req``, the request it answers: :func:`a2a_nb.protocol.ubsp.reply_binding`) and
+whose payload is the JSON-RPC message, byte for byte. Why sign as well as encrypt: anyone can
 encrypt to a public key, the broker included; only the sender can sign, so a recipient knows who
 sealed what it opens (the profile asks for encryption; the signature is this kit's choice).
 
 Library: ``jwcrypto`` (pinned in requirements.txt), a maintained JOSE implementation with JWE and
 JWS in compact form, built on ``cryptography``, which the kit already uses; no cryptography is
 written here, only the choice of algorithms and claims.
+
+Before anything is decrypted, the JWE's headers are read (bounded) and must name exactly the
+algorithms above and no ``zip``: a compressed payload would be inflated after the decryption (which
+anyone can make succeed: the key is public) and before the signature is checked, so 132 KiB of
+``zip: DEF`` could become 99 MB (:func:`jwe_header_problem`).
 """
 from __future__ import annotations
 
+import base64
 import json
 import threading
+import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
@@ -26,12 +35,15 @@ from jwcrypto.common import JWException, json_encode
 
 from ..error_base import A2ANbError
 from ..protocol import ubsp
+from ..protocol.bounded_json import loads_bounded
 
 SIGN_ALG = "ES256"
 KEY_ALG = "ECDH-ES+A256KW"
 CONTENT_ALG = "A256GCM"
 MAX_SEALED_BYTES = 4 * 1024 * 1024
 """A sealed payload above this size is refused before it is parsed."""
+MAX_HEADER_BYTES = 4 * 1024
+"""A JWE protected header above this size (base64url) is refused before it is decoded."""
 
 
 class SealError(A2ANbError, ValueError):
@@ -53,7 +65,11 @@ class Opened:
 class AgentKeys:
     """One agent's signing and encryption keys (EC P-256), made fresh, or loaded from a private JWK Set."""
 
-    def __init__(self, agent: str, private_jwks: Optional[Mapping[str, Any]] = None):
+    def __init__(self, agent: str, private_jwks: Optional[Mapping[str, Any]] = None,
+                 replays: Optional[ubsp.ReplayCache] = None):
+        """``replays``: where the ``jti`` values already opened are remembered; by default in memory,
+        and, for keys loaded (which outlive the process), with requests issued before now refused
+        (:class:`a2a_nb.protocol.ubsp.ReplayCache`; :mod:`a2a_nb.ubsp.replays` keeps one on disk)."""
         self.agent = agent
         if private_jwks is None:
             tag = uuid.uuid4().hex[:8]
@@ -63,7 +79,8 @@ class AgentKeys:
             keys = jwk.JWKSet.from_json(json.dumps(dict(private_jwks)))
             self.signing = _one(keys, "sig")
             self.encryption = _one(keys, "enc")
-        self._replays = ubsp.ReplayCache()
+        self._replays = replays if replays is not None else ubsp.ReplayCache(
+            not_before=None if private_jwks is None else time.time())
         self._lock = threading.Lock()
 
     @property
@@ -79,13 +96,16 @@ class AgentKeys:
         return {"keys": [self.signing.export_private(as_dict=True), self.encryption.export_private(as_dict=True)]}
 
     def seal(self, payload: bytes, recipient: str, recipient_jwks: Mapping[str, Any], *,
-             sender: Optional[str] = None, now: Optional[float] = None) -> str:
+             sender: Optional[str] = None, now: Optional[float] = None, jti: Optional[str] = None,
+             binding: Optional[Mapping[str, Any]] = None) -> str:
         """``payload`` signed with these keys and encrypted to ``recipient``'s encryption key.
         ``sender``: the agent named as its author (``iss``), when these keys speak for an instance
-        the agent spawned (see :meth:`a2a_nb.ubsp.protection.Ubsp.for_instance`)."""
+        the agent spawned (see :meth:`a2a_nb.ubsp.protection.Ubsp.for_instance`). ``jti``: the
+        payload's id (default: a fresh one); ``binding``: more claims, e.g. a reply's
+        :func:`a2a_nb.protocol.ubsp.reply_binding`."""
         enc = _one(_keyset(recipient_jwks, recipient), "enc")
-        header = {"alg": SIGN_ALG, "kid": self.signing.get("kid"),
-                  **ubsp.claims(sender or self.agent, recipient, str(uuid.uuid4()), now)}
+        header = {"alg": SIGN_ALG, "kid": self.signing.get("kid"), **(binding or {}),
+                  **ubsp.claims(sender or self.agent, recipient, jti or str(uuid.uuid4()), now)}
         inner = jws.JWS(bytes(payload))
         inner.add_signature(self.signing, None, json_encode(header))
         outer = jwe.JWE(inner.serialize(compact=True).encode(),
@@ -94,14 +114,20 @@ class AgentKeys:
         return str(outer.serialize(compact=True))
 
     def open(self, sealed: bytes, sender: str, sender_jwks: Callable[[str], Mapping[str, Any]], *,
-             now: float, recipient: Optional[str] = None, recorded: bool = False) -> Opened:
+             now: float, recipient: Optional[str] = None, recorded: bool = False,
+             also: Optional[Callable[[Mapping[str, Any], bytes], Optional[str]]] = None) -> Opened:
         """Decrypt with this agent's key, verify ``sender``'s signature (its keys from ``sender_jwks``,
         called only after the decryption worked), check the claims (sealed for ``recipient``, by
-        default this agent) and the replay cache. ``recorded``: a message read again from a
-        recording (a notebook holding the key): sender, recipient and signature are checked, its
-        age and the replay cache are not. Never for a message that is to be acted on."""
+        default this agent), ``also`` (a further check of the claims and payload: whether a reply
+        answers the request it should, :meth:`a2a_nb.ubsp.protection.Ubsp.open_reply`), then the
+        replay cache. ``recorded``: a message read again from a recording (a notebook holding the key): sender,
+        recipient and signature are checked, its age and the replay cache are not. Never for a
+        message that is to be acted on."""
         if len(sealed) > MAX_SEALED_BYTES:
             raise SealError(f"sealed payload of {len(sealed):,} bytes, above {MAX_SEALED_BYTES:,}")
+        problem = jwe_header_problem(sealed)
+        if problem is not None:
+            raise SealError(problem)
         try:
             outer = jwe.JWE()
             outer.deserialize(bytes(sealed).decode("ascii"), key=self.encryption)
@@ -119,19 +145,80 @@ class AgentKeys:
             raise SealError(f"signature of {sender} not valid: {_why(exc)}") from None
         checked_at = float(header.get("iat", now)) if recorded and isinstance(header.get("iat"), (int, float)) else now
         problem = ubsp.claims_problem(header, sender, recipient or self.agent, checked_at)
+        if problem is None and also is not None:
+            problem = also(header, bytes(inner.payload))
         if problem is None and not recorded:
             with self._lock:
-                problem = self._replays.check(header["jti"], float(header["exp"]), now)
+                problem = self._replays.check(header["jti"], float(header["exp"]), now, float(header["iat"]))
         if problem is not None:
             raise SealError(problem)
-        return Opened(bytes(inner.payload), {k: header[k] for k in ("iss", "aud", "jti", "iat", "exp")})
+        return Opened(bytes(inner.payload), {k: header[k] for k in ("iss", "aud", "jti", "iat", "exp", ubsp.BINDING_CLAIM)
+                                             if k in header})
+
+
+def jwe_header_problem(sealed: bytes) -> Optional[str]:
+    """Why a sealed payload's JWE headers are not the kit's (``alg`` ``ECDH-ES+A256KW``, ``enc``
+    ``A256GCM``, no ``zip`` in any header), read before anything is decrypted or inflated; None when
+    they are. Compact serialization (``application/jose``) or JSON (``application/jose+json``)."""
+    data = bytes(sealed).lstrip()
+    if data.startswith(b"{"):
+        try:
+            outer = loads_bounded(data, max_bytes=MAX_SEALED_BYTES)
+            headers = [outer.get("unprotected"), outer.get("header"),
+                       *[r.get("header") for r in outer.get("recipients", ()) if isinstance(r, dict)]]
+            protected = outer.get("protected")
+        except (ValueError, AttributeError, TypeError):
+            return "not a JWE in JSON serialization"
+    else:
+        protected, dot, _ = data[:MAX_HEADER_BYTES + 1].partition(b".")
+        if not dot:
+            return "not a JWE in compact serialization (no protected header within 4 KiB)"
+        headers = []
+    try:
+        raw = protected.encode("ascii") if isinstance(protected, str) else protected
+        if not isinstance(raw, bytes) or len(raw) > MAX_HEADER_BYTES:
+            return "no JWE protected header of at most 4 KiB"
+        headers.append(loads_bounded(base64.urlsafe_b64decode(raw + b"=" * (-len(raw) % 4))))
+    except (ValueError, UnicodeError):
+        return "the JWE protected header is not base64url JSON"
+    merged: dict[str, Any] = {}
+    for header in headers:
+        if header is None:
+            continue
+        if not isinstance(header, dict):
+            return "a JWE header is not a JSON object"
+        if "zip" in header:
+            return f"compressed JWE (zip {str(header['zip'])[:20]!r}) refused: ubsp-v1 payloads are never compressed"
+        merged.update(header)
+    if merged.get("alg") != KEY_ALG or merged.get("enc") != CONTENT_ALG:
+        return f"JWE alg/enc {str(merged.get('alg'))[:30]!r}/{str(merged.get('enc'))[:30]!r} is not {KEY_ALG}/{CONTENT_ALG}"
+    return None
+
+
+MAX_PARSED_SETS = 256
+"""Peer key sets kept parsed (by content; the least recently used dropped first)."""
+_parsed: "OrderedDict[str, jwk.JWKSet]" = OrderedDict()
+_parsed_lock = threading.Lock()
 
 
 def _keyset(jwks: Mapping[str, Any], owner: str) -> jwk.JWKSet:
+    """``jwks`` parsed, from a bounded cache keyed by its content: a peer's set is parsed once, not
+    on every seal and open (the parse builds the EC keys: most of a small message's cost)."""
     try:
-        return jwk.JWKSet.from_json(json.dumps(dict(jwks)))
+        text = json.dumps(dict(jwks), sort_keys=True)
+        with _parsed_lock:
+            found = _parsed.get(text)
+            if found is not None:
+                _parsed.move_to_end(text)
+                return found
+        found = jwk.JWKSet.from_json(text)
     except (JWException, ValueError, TypeError) as exc:
         raise SealError(f"the key set of {owner} is not a JWK Set: {_why(exc)}") from None
+    with _parsed_lock:
+        _parsed[text] = found
+        while len(_parsed) > MAX_PARSED_SETS:
+            _parsed.popitem(last=False)
+    return found
 
 
 def _one(keys: jwk.JWKSet, use: str, kid: Optional[str] = None) -> jwk.JWK:

@@ -6,7 +6,9 @@ process of one user shares a *key home* (``A2A_UBSP_DIR``, default ``~/.a2a_nb/u
 
 * ``tls/``: a CA of the kit's own and a certificate for ``127.0.0.1`` it signed (made once, renewed
   when it is near its end); each process serves its agents' public keys over HTTPS with it;
-* ``agents/``: each agent's private keys (mode 0600), so an agent keeps its identity across restarts.
+* ``agents/``: each agent's private keys (mode 0600), so an agent keeps its identity across restarts,
+  and beside them the ``jti`` values it opened (``*.seen``, :mod:`.replays`): a request captured on
+  the broker is refused after a restart too, with or without ``--store``.
 
 An agent's card (or a requester's key metadata) then holds only a ``jwksUri`` such as
 ``https://127.0.0.1:PORT/jwks/acme%2Fsupport%2Fecho.json``, and every process trusts exactly that:
@@ -27,6 +29,7 @@ from ..mqtt.secure import make_certificates
 from .key_server import KeyServer
 from .keys import AgentKeys
 from .protection import Ubsp
+from .replays import KeptReplayCache
 from .trust import KeyTrust
 
 ENV_DIR = "A2A_UBSP_DIR"
@@ -58,9 +61,10 @@ class LocalKeys:
 
     def _keys(self, name: str, agent: str) -> AgentKeys:
         path = self.home / "agents" / (name.replace("/", ".") + ".jwks.json")
+        replays = KeptReplayCache(path.with_name(name.replace("/", ".") + ".seen"))
         if path.exists():
-            return AgentKeys(agent, json.loads(path.read_text()))
-        keys = AgentKeys(agent)
+            return AgentKeys(agent, json.loads(path.read_text()), replays=replays)
+        keys = AgentKeys(agent, replays=replays)
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_private(path, json.dumps(keys.private_jwks()))
         return keys

@@ -14,10 +14,11 @@ import copy
 import logging
 import dataclasses
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ..mqtt.session import Session
 from ..protocol import properties, topics, ubsp
+from ..protocol.bounded_json import loads_bounded
 from ..protocol.packet import MqttMessage
 from .directory import WAIT_S, KeyDirectory
 from .keys import AgentKeys, SealError
@@ -81,30 +82,37 @@ class Ubsp:
             raise RuntimeError(f"{self.agent}: bind(session, org, unit) first")
         return self._where
 
-    def _peer_jwks(self, org: str, unit: str, agent: str, wait: float = 0.0) -> dict[str, Any]:
+    def _peer_jwks(self, org: str, unit: str, agent: str, wait: float = 0.0, fetch: bool = True) -> dict[str, Any]:
         """``wait``: a requester waits for a card it may not have read yet; a responder does not (the
         requester announced its keys before its request, and an inline responder runs on the network
         thread, which must not wait for itself)."""
         if self.directory is None:
             raise UntrustedKeySource(f"{self.agent} is not connected: it cannot look up {agent}'s keys")
-        return self.directory.jwks(org, unit, agent, wait)
+        return self.directory.jwks(org, unit, agent, wait, fetch)
 
     # -- requester side -------------------------------------------------------------------------------
-    def seal_request(self, msg: MqttMessage, org: str, unit: str, recipient: str) -> MqttMessage:
+    def seal_request(self, msg: MqttMessage, org: str, unit: str, recipient: str, jti: Optional[str] = None) -> MqttMessage:
         """``msg`` with its payload sealed to ``recipient`` (items 5, 8); :class:`UntrustedKeySource`
-        when the recipient has no trusted key (fail closed: no plaintext fallback)."""
+        when the recipient has no trusted key (fail closed: no plaintext fallback). ``jti``: the
+        request's id, which its replies must name (:meth:`open_reply`'s ``answers``)."""
         jwks = self._peer_jwks(org, unit, recipient, wait=WAIT_S)
-        sealed = self.keys.seal(msg.payload, recipient, jwks, sender=self.agent)
+        sealed = self.keys.seal(msg.payload, recipient, jwks, sender=self.agent, jti=jti)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=msg.user_properties + ubsp.request_properties(self.agent, recipient))
 
-    def open_reply(self, msg: MqttMessage, org: str, unit: str) -> MqttMessage:
-        """A protected reply opened (item 9); :class:`SealError` when it is not one from the agent it names."""
+    def open_reply(self, msg: MqttMessage, org: str, unit: str,
+                   answers: Optional[tuple[str, Optional[bytes], Any]] = None) -> MqttMessage:
+        """A protected reply opened (item 9); :class:`SealError` when it is not one from the agent it
+        names, or (``answers``: the request's ``jti``, Correlation Data and JSON-RPC id) when it is
+        not bound to that request: a reply captured from another exchange."""
         problem = ubsp.response_problem(msg, self.agent)
         if problem is not None:
             raise SealError(problem)
         responder = msg.user_property(properties.RESPONDER_AGENT_ID) or ""
-        return self._open(msg, responder, org, unit, wait=WAIT_S)
+        def bound(claims: Mapping[str, Any], payload: bytes) -> Optional[str]:
+            assert answers is not None
+            return ubsp.binding_problem(claims, *answers, is_error=ubsp.is_plaintext_refusal(_json_or_none(payload)))
+        return self._open(msg, responder, org, unit, wait=WAIT_S, also=bound if answers is not None else None)[0]
 
     def read_recorded(self, msg: MqttMessage, org: str, unit: str) -> MqttMessage:
         """A recorded protected reply sealed to this agent, opened again to be read (a notebook that
@@ -130,30 +138,43 @@ class Ubsp:
             raise SealError(problem)
         requester = msg.user_property(properties.REQUESTER_AGENT_ID) or ""
         org, unit = _org_unit(msg.response_topic)
-        opened = self._open(msg, requester, org, unit)
+        opened, claims = self._open(msg, requester, org, unit)
         return dataclasses.replace(opened, user_properties=opened.user_properties + (
-            (properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester)))
+            (properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester),
+            (ubsp.OPENED_JTI, str(claims["jti"]))))
 
-    def seal_reply(self, msg: MqttMessage, sender: str, requester: str) -> MqttMessage:
+    def seal_reply(self, msg: MqttMessage, sender: str, requester: str,
+                   binding: Optional[dict[str, Any]] = None, fetch: bool = True) -> MqttMessage:
         """A reply or stream item sealed by ``sender`` (this agent, or an instance it spawned and
-        handed the task to) to ``requester`` (items 6, 9)."""
+        handed the task to) to ``requester`` (items 6, 9); ``binding``: the request it answers
+        (:func:`a2a_nb.protocol.ubsp.reply_binding`), signed into it. ``fetch=False``: only with
+        keys already at hand (the refusal of a request that could not be opened costs no fetch)."""
         if sender not in self.speaks_for:
             raise SealError(f"{self.agent}'s keys do not speak for {sender}")
         org, unit = _org_unit(msg.topic)
-        sealed = self.keys.seal(msg.payload, requester, self._peer_jwks(org, unit, requester), sender=sender)
+        sealed = self.keys.seal(msg.payload, requester, self._peer_jwks(org, unit, requester, fetch=fetch), sender=sender,
+                                binding=binding)
         props = tuple((k, v) for k, v in msg.user_properties if k != properties.RESPONDER_AGENT_ID)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=props + ubsp.response_properties(requester, sender))
 
-    def _open(self, msg: MqttMessage, sender: str, org: str, unit: str, wait: float = 0.0) -> MqttMessage:
+    def _open(self, msg: MqttMessage, sender: str, org: str, unit: str, wait: float = 0.0,
+              also: Optional[Callable[[Mapping[str, Any], bytes], Optional[str]]] = None) -> tuple[MqttMessage, dict[str, Any]]:
         try:
             opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who, wait), now=time.time(),
-                                    recipient=self.agent)
+                                    recipient=self.agent, also=also)
         except (SealError, UntrustedKeySource):
             self.refused += 1
             raise
         return dataclasses.replace(msg, payload=opened.payload, content_type=None, payload_format=None,
-                                   user_properties=ubsp.without_ubsp(msg.user_properties))
+                                   user_properties=ubsp.without_ubsp(msg.user_properties)), opened.claims
+
+
+def _json_or_none(payload: bytes) -> Any:
+    try:
+        return loads_bounded(payload)
+    except ValueError:
+        return None
 
 
 def _org_unit(topic: Optional[str]) -> tuple[str, str]:

@@ -20,7 +20,13 @@ trusted only through something the broker cannot forge, and :class:`KeyTrust` is
   else a broker could break the URI on purpose to make us use its own keys;
 * the fetch is bounded: ``max_bytes``, one deadline ``timeout_s`` for the whole fetch (a server
   sending one byte a second cannot hold us longer), no redirects, JSON no deeper than the kit accepts,
-  1 to 32 keys, public members only.
+  1 to 32 keys, public members only;
+* a failure is remembered for ``failure_cache_s`` (30 s): the same URI is not fetched again until
+  then, nor any URI of a host:port that did not answer in time or could not be reached (a key
+  server that accepts and never answers costs one ``timeout_s``, not one per message naming it);
+  at most ``MAX_CACHED_URIS`` of each are kept;
+* a caller that must not wait (an agent's network thread) asks with ``fetch=False``: it gets what
+  is cached, or a refusal at once.
 
 Every refusal is an :class:`UntrustedKeySource`, one line naming the source and the reason.
 
@@ -74,18 +80,23 @@ class UntrustedKeySource(A2ANbError, ValueError):
         return cls(f"refused {safe_text(source, 160)}: {reason}")
 
 
+class KeyServerUnreachable(UntrustedKeySource):
+    """The key server did not answer in time, could not be reached, or its TLS failed: the whole
+    host:port is given up for a while, not only the URI."""
+
+
 class _Refused(Exception):
     """A reason to refuse, raised deep in a fetch; :func:`fetch_jwks` adds the URI to it."""
 
 
 class _Cache:
-    """Fetched key sets per URI, each until it expires; at most ``MAX_CACHED_URIS``. Thread-safe."""
+    """Fetched key sets (or failures) per URI, each until it expires; at most ``MAX_CACHED_URIS``. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sets: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._sets: OrderedDict[str, tuple[float, Any]] = OrderedDict()
 
-    def get(self, uri: str) -> Optional[dict[str, Any]]:
+    def get(self, uri: str) -> Any:
         with self._lock:
             entry = self._sets.get(uri)
             if entry is None:
@@ -95,7 +106,7 @@ class _Cache:
                 return None
             return entry[1]
 
-    def put(self, uri: str, jwks: dict[str, Any], expires: float) -> None:
+    def put(self, uri: str, jwks: Any, expires: float) -> None:
         with self._lock:
             self._sets[uri] = (expires, jwks)
             self._sets.move_to_end(uri)
@@ -115,7 +126,8 @@ class KeyTrust:
     host is written ``"[::1]:8443"``. ``ca_file``: the PEM file of the CAs that may sign a key server's
     certificate (``None``: the system's). ``trust_inline``: accept an inline ``jwks``, i.e. trust
     whoever could write the card, **the broker included**. ``timeout_s``: the deadline for a whole
-    fetch. ``cache_s``: how long a fetched set is reused.
+    fetch. ``cache_s``: how long a fetched set is reused. ``failure_cache_s``: how long a failed
+    fetch is not tried again (the URI, or the whole host:port when it did not answer).
     """
 
     allowed_hosts: tuple[str, ...] = ()
@@ -124,7 +136,11 @@ class KeyTrust:
     max_bytes: int = 64 * 1024
     timeout_s: float = 3.0
     cache_s: float = 300.0
+    failure_cache_s: float = 30.0
     _cache: _Cache = field(default_factory=_Cache, init=False, repr=False, compare=False)
+    _failures: _Cache = field(default_factory=_Cache, init=False, repr=False, compare=False)
+    _fetching: dict[str, threading.Event] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _fetching_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.allowed_hosts, str):  # ("a:1") without its comma is a string, not a tuple
@@ -138,12 +154,14 @@ class KeyTrust:
         listed = {entry.strip().lower() for entry in self.allowed_hosts}
         return bool(listed & {host.lower(), name, f"{name}:{port}"})
 
-    def jwks_for(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    def jwks_for(self, metadata: Mapping[str, Any], fetch: bool = True) -> dict[str, Any]:
         """The public key set that ``metadata`` (an Agent Card extension's params) points to.
 
         ``jwksUri`` wins when present: fetched under this policy, reused for ``cache_s``; refused or
-        unreachable, it raises (the inline set is never a fallback). Else the inline ``jwks``, only
-        with ``trust_inline``. Raises :class:`UntrustedKeySource`. Thread-safe.
+        unreachable, it raises (the inline set is never a fallback), and so does every use for
+        ``failure_cache_s``. ``fetch=False``: only what is cached (a thread that must not wait).
+        Else the inline ``jwks``, only with ``trust_inline``. Raises :class:`UntrustedKeySource`.
+        Thread-safe.
         """
         if not isinstance(metadata, Mapping):
             kind = type(metadata).__name__
@@ -152,21 +170,48 @@ class KeyTrust:
             uri = metadata["jwksUri"]
             if not isinstance(uri, str):
                 raise UntrustedKeySource.refused("jwksUri", f"a URI is a string, not {type(uri).__name__}")
-            return self._fetched(uri)
+            return self._fetched(uri, fetch)
         if "jwks" in metadata:
             return self._inline(metadata["jwks"])
         raise UntrustedKeySource.refused("key metadata", "it holds neither jwksUri nor jwks")
 
     def clear_cache(self) -> None:
-        """Forget every fetched key set (e.g. after a key rotation): the next use fetches again."""
+        """Forget every fetched key set and every failure (e.g. after a key rotation, or once a key
+        server is back): the next use fetches again."""
         self._cache.clear()
+        self._failures.clear()
 
-    def _fetched(self, uri: str) -> dict[str, Any]:
+    def _fetched(self, uri: str, fetch: bool = True) -> dict[str, Any]:
         cached = self._cache.get(uri)
         if cached is None:
-            cached = fetch_jwks(uri, self)  # not under the cache's lock: a slow server blocks no other URI
-            if self.cache_s > 0:
-                self._cache.put(uri, cached, time.monotonic() + self.cache_s)
+            origin = _origin(uri)
+            failed = self._failures.get(uri) or (self._failures.get(origin) if origin else None)
+            if failed is not None:
+                raise UntrustedKeySource(f"{failed} (not tried again for {self.failure_cache_s:g} s)")
+            if not fetch:
+                raise UntrustedKeySource.refused(f"jwksUri {uri}", "its keys are not fetched yet, and this "
+                                                 "thread does not fetch (an agent's network thread)")
+            with self._fetching_lock:
+                running = self._fetching.get(uri)
+                if running is None:
+                    self._fetching[uri] = threading.Event()
+            if running is not None:  # another thread fetches it: one fetch, its outcome for both
+                running.wait(self.timeout_s + 1.0)
+                return self._fetched(uri, fetch)
+            try:
+                cached = fetch_jwks(uri, self)  # not under the cache's lock: a slow server blocks no other URI
+                if self.cache_s > 0:
+                    self._cache.put(uri, cached, time.monotonic() + self.cache_s)
+            except UntrustedKeySource as exc:
+                if self.failure_cache_s > 0:
+                    until = time.monotonic() + self.failure_cache_s
+                    self._failures.put(uri, str(exc), until)
+                    if isinstance(exc, KeyServerUnreachable) and origin:
+                        self._failures.put(origin, str(exc), until)
+                raise
+            finally:
+                with self._fetching_lock:
+                    self._fetching.pop(uri).set()
         return copy.deepcopy(cached)  # the caller may change its copy, never the cached one
 
     def _inline(self, jwks: Any) -> dict[str, Any]:
@@ -228,14 +273,23 @@ def fetch_jwks(uri: str, trust: KeyTrust) -> dict[str, Any]:
     except _Refused as exc:
         raise UntrustedKeySource.refused(source, str(exc)) from None
     except ssl.SSLCertVerificationError as exc:
-        raise UntrustedKeySource.refused(source, f"TLS certificate verify failed ({exc.verify_message})") from None
+        raise KeyServerUnreachable.refused(source, f"TLS certificate verify failed ({exc.verify_message})") from None
     except ssl.SSLError as exc:
-        raise UntrustedKeySource.refused(source, f"TLS failed ({exc.reason or exc})") from None
+        raise KeyServerUnreachable.refused(source, f"TLS failed ({exc.reason or exc})") from None
     except TimeoutError:
-        raise UntrustedKeySource.refused(source, f"no complete answer within {trust.timeout_s:g} s") from None
+        raise KeyServerUnreachable.refused(source, f"no complete answer within {trust.timeout_s:g} s") from None
     except OSError as exc:
-        raise UntrustedKeySource.refused(source, f"unreachable ({exc.strerror or type(exc).__name__})") from None
+        raise KeyServerUnreachable.refused(source, f"unreachable ({exc.strerror or type(exc).__name__})") from None
     return checked_jwks(value, source)
+
+
+def _origin(uri: str) -> Optional[str]:
+    """``host:port`` of a URI (the key of a failure that is the server's, not the path's), or None."""
+    try:
+        parts = urlsplit(uri)
+        return f"{_host_name(parts.hostname)}:{parts.port or 443}" if parts.hostname else None
+    except ValueError:
+        return None
 
 
 def _host_name(host: str) -> str:

@@ -311,7 +311,8 @@ def test_send_ubsp_runs_the_ticket_story_sealed_end_to_end(served, env, tmp_path
     assert {m.topic.rsplit("/", 1)[1] for m in seen} == {"ticket-desk", analyst}
     assert all(m.content_type == "application/jose" and b"TCK-4821" not in m.payload for m in seen)
     kept = {p.name for p in (tmp_path / "ubsp" / "agents").iterdir()}  # private keys, kept across runs
-    assert "acme.cli-ubsp.ticket-desk.jwks.json" in kept and len(kept) == 2
+    assert "acme.cli-ubsp.ticket-desk.jwks.json" in kept and len([k for k in kept if k.endswith(".jwks.json")]) == 2
+    assert "acme.cli-ubsp.ticket-desk.seen" in kept  # the requests it opened: refused again after a restart
     assert oct((tmp_path / "ubsp" / "agents" / "acme.cli-ubsp.ticket-desk.jwks.json").stat().st_mode & 0o777) == "0o600"
     assert desk.poll() is None
 

@@ -79,17 +79,18 @@ class _Careless(Ubsp):
     def open_request(self, msg):
         requester = msg.user_property(properties.REQUESTER_AGENT_ID) or ""
         org, unit = msg.topic.split("/")[3:5]
-        opened = AgentKeys(self.agent, self.keys.private_jwks()).open(
+        opened = AgentKeys(self.agent, self.keys.private_jwks(), replays=ubsp.ReplayCache()).open(
             msg.payload, requester, lambda who: self._peer_jwks(org, unit, who), now=time.time())
         return replace(msg, payload=opened.payload, content_type=None, user_properties=ubsp.without_ubsp(
-            msg.user_properties) + ((properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester)))
+            msg.user_properties) + ((properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester),
+                                    (ubsp.OPENED_JTI, opened.claims["jti"])))
 
 
 class _Credulous(KeyTrust):
     """A trust that takes inline keys whatever the jwksUri next to them says."""
 
-    def jwks_for(self, metadata):
-        return dict(metadata["jwks"]) if "jwks" in metadata else super().jwks_for(metadata)
+    def jwks_for(self, metadata, fetch=True):
+        return dict(metadata["jwks"]) if "jwks" in metadata else super().jwks_for(metadata, fetch)
 
 
 def test_an_agent_that_skips_the_recipient_check_replay_cache_or_jku_policy_fails_those_checks(broker_url, local):

@@ -30,11 +30,23 @@ def test_only_the_recipient_opens_and_gets_the_payload_byte_for_byte(pair):
     header = json.loads(base64.urlsafe_b64decode(sealed.split(".")[0] + "=="))
     assert header == {"alg": "ECDH-ES+A256KW", "enc": "A256GCM", "kid": analyst.encryption_kid, "cty": "JWS",
                       "epk": header["epk"]}
-    fresh = AgentKeys("analyst", analyst.private_jwks())  # the same identity, restarted: its own replay cache
-    opened = fresh.open(sealed.encode(), "coordinator", opener(pair), now=time.time())
+    opened = analyst.open(sealed.encode(), "coordinator", opener(pair), now=time.time())
     assert opened.payload == PAYLOAD and opened.sender == "coordinator" and opened.claims["aud"] == "analyst"
     with pytest.raises(SealError, match="cannot decrypt"):
         AgentKeys("analyst").open(sealed.encode(), "coordinator", opener(pair), now=time.time())
+
+
+def test_the_same_identity_restarted_refuses_what_was_sealed_before_it_started(pair):
+    """Keys loaded again (a restart without its replay memory): a payload issued before the start
+    is refused, one issued after is opened (issue 35 item 2; a kept cache: test_replays.py)."""
+    coordinator, analyst = pair
+    before = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    time.sleep(0.01)
+    restarted = AgentKeys("analyst", analyst.private_jwks())
+    with pytest.raises(SealError, match="before this agent started"):
+        restarted.open(before, "coordinator", opener(pair), now=time.time())
+    after = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    assert restarted.open(after, "coordinator", opener(pair), now=time.time()).payload == PAYLOAD
 
 
 def test_replayed_expired_misattributed_or_tampered_payloads_are_refused(pair):
@@ -76,8 +88,8 @@ def test_key_sets_without_the_needed_key_are_named(pair):
 
 def test_a_recorded_payload_is_read_again_without_replay_or_age_checks_but_with_the_signature(pair):
     coordinator, analyst = pair
-    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
     reader = AgentKeys("analyst", analyst.private_jwks())
+    sealed = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
     reader.open(sealed, "coordinator", opener(pair), now=time.time())
     later = time.time() + 3600  # an hour later, already opened once: still readable from a recording
     assert reader.open(sealed, "coordinator", opener(pair), now=later, recorded=True).payload == PAYLOAD
@@ -110,3 +122,43 @@ def test_processes_opening_a_fresh_key_home_at_once_all_serve_keys_its_ca_trusts
     finally:
         for home in homes:
             home.close()
+
+
+def test_jwe_headers_are_read_before_decrypting_zip_and_other_algorithms_refused(pair):
+    """Compact or JSON serialization: ``zip`` in any header, another alg/enc, a header too long or not
+    JSON is refused before jwcrypto sees the payload (issue 35 item 3; the end-to-end bomb:
+    test_ubsp_hostile.py)."""
+    from a2a_nb.ubsp.keys import jwe_header_problem
+
+    coordinator, analyst = pair
+
+    def b64(obj) -> bytes:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=")
+
+    good = coordinator.seal(PAYLOAD, "analyst", analyst.public_jwks()).encode()
+    assert jwe_header_problem(good) is None
+    ours = {"alg": "ECDH-ES+A256KW", "enc": "A256GCM"}
+    assert "compressed JWE" in jwe_header_problem(b64({**ours, "zip": "DEF"}) + b".a.b.c.d")
+    assert "not ECDH-ES+A256KW/A256GCM" in jwe_header_problem(b64({"alg": "dir", "enc": "A256GCM"}) + b".a.b.c.d")
+    assert "4 KiB" in jwe_header_problem(b"e" * 5000 + b".a.b.c.d")
+    assert "base64url JSON" in jwe_header_problem(b"!!!.a.b.c.d")
+    as_json = {"protected": b64(ours).decode(), "unprotected": {"zip": "DEF"}, "ciphertext": "x"}
+    assert "compressed JWE" in jwe_header_problem(json.dumps(as_json).encode())
+    as_json = {"protected": b64(ours).decode(), "recipients": [{"header": {"zip": "DEF"}}]}
+    assert "compressed JWE" in jwe_header_problem(json.dumps(as_json).encode())
+    with pytest.raises(SealError, match="compressed JWE"):
+        analyst.open(b64({**ours, "zip": "DEF"}) + b".a.b.c.d", "coordinator", opener(pair), now=time.time())
+
+
+def test_a_peer_key_set_is_parsed_once_and_the_cache_is_bounded(pair, monkeypatch):
+    """Issue 40 item 1: no JWKSet.from_json per seal and open; at most MAX_PARSED_SETS kept."""
+    from a2a_nb.ubsp import keys as keys_module
+
+    coordinator, analyst = pair
+    assert keys_module._keyset(analyst.public_jwks(), "analyst") is keys_module._keyset(analyst.public_jwks(), "analyst")
+    monkeypatch.setattr(keys_module, "MAX_PARSED_SETS", 2)
+    for agent in ("x", "y", "z"):
+        keys_module._keyset(AgentKeys(agent).public_jwks(), agent)
+    assert len(keys_module._parsed) == 2
+    with pytest.raises(SealError, match="not a JWK Set"):
+        keys_module._keyset({"keys": "nope"}, "mallory")

@@ -372,3 +372,74 @@ def test_the_key_server_answers_get_only(server):
     assert [status for status, _ in answers[1:]] == [404, 405]
     assert server.url_for("a b/c") == f"https://{server.host_port}/jwks/a%20b%2Fc.json"
     assert repr(server) == f"<KeyServer https://{server.host_port} serving 1 key set>"
+
+
+# --- failures remembered; a thread that must not wait never fetches (issue 35 item 4) ---------------------
+
+
+def hangs(tls, stop):
+    stop.wait(30)  # reads the request, answers nothing
+
+
+def test_a_failure_is_remembered_for_the_uri_and_a_silent_server_for_its_host_port(raw_server):
+    """A server that never answers costs one ``timeout_s``; the same URI, or another path on that
+    host:port, is refused at once for ``failure_cache_s``, naming the first failure; clear_cache retries."""
+    raw = raw_server(hangs)
+    trust = raw.trust(timeout_s=1.0)
+    assert "no complete answer within 1 s" in refusal(trust, {"jwksUri": raw.url})
+    for uri in (raw.url, raw.url.replace("raw.json", "other.json")):
+        started = time.monotonic()
+        message = refusal(trust, {"jwksUri": uri})
+        assert "no complete answer within 1 s (not tried again for 30 s)" in message
+        assert time.monotonic() - started < 0.5
+    trust.clear_cache()
+    started = time.monotonic()
+    refusal(trust, {"jwksUri": raw.url})
+    assert time.monotonic() - started >= 0.9  # fetched again
+
+
+def test_a_refused_answer_is_remembered_for_its_uri_only(server):
+    """A 404 is the URI's failure, not the server's: another URI on it is still fetched."""
+    trust = server.trust()
+    server.publish("weather", JWKS)
+    assert "status 404" in refusal(trust, {"jwksUri": server.url_for("nobody")})
+    assert "status 404" in refusal(trust, {"jwksUri": server.url_for("nobody")})
+    assert server.requests_served == 1
+    assert trust.jwks_for({"jwksUri": server.url_for("weather")}) == JWKS
+
+
+def test_concurrent_lookups_of_a_silent_server_make_one_fetch(raw_server):
+    raw = raw_server(hangs)
+    trust = raw.trust(timeout_s=1.0)
+    messages: list = []
+
+    def look() -> None:
+        try:
+            trust.jwks_for({"jwksUri": raw.url})
+        except UntrustedKeySource as exc:
+            messages.append(str(exc))
+
+    threads = [threading.Thread(target=look) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(messages) == 6 and all("no complete answer within 1 s" in m for m in messages)
+    assert sum("not tried again" not in m for m in messages) == 1  # one fetched; five read its outcome
+
+
+def test_a_lookup_that_must_not_wait_uses_the_cache_only(server):
+    """``fetch=False`` (an agent's network thread): refused at once when the set is not cached, the
+    cached set once another thread fetched it."""
+    server.publish("weather", JWKS)
+    trust = server.trust()
+    uri = server.url_for("weather")
+    assert "not fetched yet" in refusal_nowait(trust, uri) and server.requests_served == 0
+    assert trust.jwks_for({"jwksUri": uri}) == JWKS
+    assert trust.jwks_for({"jwksUri": uri}, fetch=False) == JWKS and server.requests_served == 1
+
+
+def refusal_nowait(trust: KeyTrust, uri: str) -> str:
+    with pytest.raises(UntrustedKeySource) as caught:
+        trust.jwks_for({"jwksUri": uri}, fetch=False)
+    return str(caught.value)

@@ -75,7 +75,7 @@ class Operator:
             props.ContentType = msg.content_type
         if msg.user_properties:
             props.UserProperty = list(msg.user_properties)
-        self.client.publish(msg.topic, msg.payload, qos=1, properties=props).wait_for_publish(5)
+        self.client.publish(msg.topic, msg.payload, qos=1, retain=msg.retain, properties=props).wait_for_publish(5)
 
     def on(self, topic_part: str) -> list[mqtt.MQTTMessage]:
         return [m for m in self.seen if topic_part in m.topic]

@@ -108,3 +108,25 @@ def test_a_requesters_key_metadata_message_is_retained_and_read_back_within_boun
         "coordinator", {"jwksUri": "https://k/x"})
     presence = MqttMessage(msg.topic, b"{}", user_properties=((properties.EVENT_TYPE, "pool-presence"),))
     assert ubsp.read_key_metadata(presence) is None
+
+
+def test_a_reply_binding_names_the_request_and_any_other_is_refused_naming_what_differs():
+    """Issue 35 item 1: the request's jti, Correlation Data and JSON-RPC id, signed into each reply."""
+    bound = ubsp.reply_binding("j1", b"\x01\x02", "7")
+    assert bound == {"req": {"jti": "j1", "cd": "0102", "id": "7"}}
+    assert ubsp.binding_problem(bound, "j1", b"\x01\x02", "7") is None
+    assert "no req claim" in ubsp.binding_problem({}, "j1", b"\x01\x02", "7")
+    assert "request jti 'j0'" in ubsp.binding_problem(ubsp.reply_binding("j0", b"\x01\x02", "7"), "j1", b"\x01\x02", "7")
+    assert "Correlation Data" in ubsp.binding_problem(ubsp.reply_binding("j1", b"\x09", "7"), "j1", b"\x01\x02", "7")
+    assert "JSON-RPC id" in ubsp.binding_problem(ubsp.reply_binding("j1", b"\x01\x02", 7), "j1", b"\x01\x02", "7")
+    refusal = ubsp.reply_binding(None, b"\x01\x02", None)  # the refusal of a request that was not opened
+    assert ubsp.binding_problem(refusal, "j1", b"\x01\x02", "7", is_error=True) is None
+    assert "request jti" in ubsp.binding_problem(refusal, "j1", b"\x01\x02", "7")  # never a result
+    assert "Correlation Data" in ubsp.binding_problem(refusal, "j1", b"\x09", "7", is_error=True)
+
+
+def test_the_replay_cache_refuses_what_was_issued_before_not_before():
+    """Issue 35 item 2: keys that outlive their process, without the memory of what they opened."""
+    cache = ubsp.ReplayCache(not_before=100.0)
+    assert "before this agent started" in cache.check("a", exp=150.0, now=101.0, iat=99.99)
+    assert cache.check("a", exp=150.0, now=101.0, iat=100.0) is None
