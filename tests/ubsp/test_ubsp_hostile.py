@@ -113,7 +113,8 @@ def test_a_sealed_reply_replayed_as_the_answer_to_the_next_send_is_refused(env, 
             operator.publish(dataclasses.replace(as_kit(kept), topic=request.properties.ResponseTopic,
                                                  correlation_data=request.properties.CorrelationData))
             refused = wait_until(lambda: any("refused a sealed reply" in line for line in said) or second.poll() is not None, 30)
-            assert refused and second.poll() is None, f"the replayed reply was taken: {second.stdout.read() if second.stdout else ''}"
+            assert refused and second.poll() is None, \
+                f"the replayed reply was taken: {second.stdout.read() if second.stdout else ''}"
             echo.frozen = False
             operator.publish(as_kit(request))  # echo now reads the request (as a retry would bring it)
             out, _ = second.communicate(timeout=60)
@@ -251,7 +252,8 @@ def test_a_compressed_sealed_request_is_refused_before_it_is_inflated(served, en
         before = peak_rss_mb(echo.pid)
         sent = []
         for _ in range(3):
-            msg = MqttMessage(f"$a2a/v1/request/{ORG}/{unit}/echo", sealed, response_topic=f"$a2a/v1/reply/{ORG}/{unit}/mallory/x",
+            msg = MqttMessage(f"$a2a/v1/request/{ORG}/{unit}/echo", sealed,
+                              response_topic=f"$a2a/v1/reply/{ORG}/{unit}/mallory/x",
                               correlation_data=uuid.uuid4().bytes, content_type=ubsp.CONTENT_TYPE,
                               user_properties=request_props("mallory", "echo"))
             operator.publish(msg)
@@ -314,7 +316,8 @@ def test_a_key_server_that_never_answers_freezes_nobody(served, env, broker_url,
         for i in range(23):
             payload = (b"eyJhbGciOiJFQ0RILUVTK0EyNTZLVyIsImVuYyI6IkEyNTZHQ00ifQ.AAAA.BBBB.CCCC.DDDD" if i < 20 else
                        mallory.seal(b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', "echo", echo_keys).encode())
-            msg = MqttMessage(f"$a2a/v1/request/{ORG}/{unit}/echo", payload, response_topic=f"$a2a/v1/reply/{ORG}/{unit}/mallory/r",
+            msg = MqttMessage(f"$a2a/v1/request/{ORG}/{unit}/echo", payload,
+                              response_topic=f"$a2a/v1/reply/{ORG}/{unit}/mallory/r",
                               correlation_data=uuid.uuid4().bytes, content_type=ubsp.CONTENT_TYPE,
                               user_properties=request_props("mallory", "echo"))
             operator.publish(msg)
