@@ -163,7 +163,8 @@ def cmd_send(args: argparse.Namespace) -> int:
             raise UsageError("--ubsp seals a request to one agent's key: a pool has none (send to an agent)")
         local = _local_keys()
         if local is None:
-            raise UsageError("--ubsp needs the 'secure' extra (pip install 'a2a_nb[secure]')")
+            from ..installed import install_extra_command
+            raise UsageError(f"--ubsp needs the 'secure' extra ({install_extra_command('secure')})")
     agent = sender_agent(args)
     try:
         req = Requester(agent, org=args.org, unit=args.unit, broker=args.broker, retry=retry,

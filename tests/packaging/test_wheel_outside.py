@@ -45,7 +45,7 @@ def _build_isolation_needed() -> bool:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """``(venv folder, run directory, timings)``: the wheel installed in a fresh venv, outside the checkout."""
+    """``(venv folder, run directory, wheel file, timings)``: the wheel installed in a fresh venv, outside the checkout."""
     base = tmp_path_factory.mktemp("wheel-outside")
     timings: dict[str, float] = {}
     src = base / "src"  # a copy: the build leaves build/ and *.egg-info in the checkout otherwise
@@ -78,7 +78,7 @@ def installed(tmp_path_factory):
     timings["install"] = time.monotonic() - t0
     run_dir = base / "elsewhere"
     run_dir.mkdir()
-    return venv, run_dir, timings
+    return venv, run_dir, wheel, timings
 
 
 def _env(venv: Path, run_dir: Path) -> dict:
@@ -95,7 +95,7 @@ def _run(argv: list, venv: Path, run_dir: Path, timeout: float = 120, **kw) -> s
 
 
 def test_the_wheel_holds_the_data_and_imports_from_the_venv(installed):
-    venv, run_dir, timings = installed
+    venv, run_dir, wheel, timings = installed
     out = _run([str(venv / "bin" / "python"), "-c",
                 "import a2a_nb, a2a_nb.data as d; from a2a_nb.story import ticket_data;"
                 "print(a2a_nb.__file__); print(d.recording('full')); print(len(ticket_data.load().orders))"],
@@ -107,15 +107,73 @@ def test_the_wheel_holds_the_data_and_imports_from_the_venv(installed):
     print(f"wheel built in {timings['build']:.1f} s, installed in {timings['install']:.1f} s")
 
 
+def test_the_wheel_carries_license_types_and_metadata(installed):
+    """LICENSE, py.typed (PEP 561) and the data inside; the metadata names the license, the Python
+    range, the project's URLs and classifiers."""
+    import zipfile
+    from email.parser import Parser
+
+    wheel = installed[2]
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        meta_name, = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = Parser().parsestr(z.read(meta_name).decode())
+    assert {"a2a_nb/py.typed", "a2a_nb/data/tickets.csv", "a2a_nb/data/recordings/full.jsonl"} <= names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)[:20]
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert meta["Requires-Python"] == ">=3.11"
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    assert urls["Source"].startswith("https://github.com/") and "Changelog" in urls
+    assert "Typing :: Typed" in meta.get_all("Classifier")
+
+
+def test_version_from_both_entry_points(installed):
+    venv, run_dir, *_ = installed
+    import a2a_nb
+    for argv in ([str(venv / "bin" / "a2a-nb"), "--version"], [str(venv / "bin" / "python"), "-m", "a2a_nb", "--version"]):
+        out = _run(argv, venv, run_dir)
+        assert (out.returncode, out.stdout) == (0, f"a2a_nb {a2a_nb.__version__}\n"), out.stderr
+
+
+def test_the_missing_extra_hint_names_the_wheel_it_came_from(installed, tmp_path):
+    """Installed from a wheel, the hint installs the extra from that wheel (the kit is on no public
+    index), with the venv's own Python; pip accepts the requirement as written."""
+    venv, run_dir, wheel, timings = installed
+    out = _run([str(venv / "bin" / "python"), "-c",
+                "from a2a_nb.installed import install_extra_command as c; print(c('notebook'))"], venv, run_dir)
+    assert out.returncode == 0, out.stderr
+    command = out.stdout.strip()
+    assert command == f"{venv / 'bin' / 'python'} -m pip install '{wheel}[notebook]'"
+    requirement = command.split(" install ", 1)[1].strip("'")
+    check = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                            "--dry-run", "--no-deps", "--no-index", "-q", requirement],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+
+
+def test_mypy_reads_the_installed_package_types(installed, tmp_path):
+    """py.typed: mypy checks a user's script against the installed kit's annotations (without it:
+    'missing library stubs or py.typed marker')."""
+    venv, run_dir, *_ = installed
+    script = run_dir / "user_script.py"
+    script.write_text("from a2a_nb.data import recording\nname: int = recording('happy')\n")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                          "--python-executable", str(venv / "bin" / "python"), str(script)],
+                         capture_output=True, text=True, timeout=180, cwd=run_dir,
+                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")})
+    assert "py.typed" not in out.stdout, out.stdout
+    assert 'Incompatible types in assignment (expression has type "Path", variable has type "int")' in out.stdout, out.stdout
+
+
 def test_story_runs_from_the_installed_console_script(installed, broker_url):
-    venv, run_dir, _ = installed
+    venv, run_dir, *_ = installed
     out = _run([str(venv / "bin" / "a2a-nb"), "story", "--scenario", "happy", "--pace", "0"], venv, run_dir)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "OK  happy" in out.stdout
 
 
 def test_serve_ticket_desk_and_send_with_python_dash_m(installed, broker_url):
-    venv, run_dir, _ = installed
+    venv, run_dir, *_ = installed
     py = str(venv / "bin" / "python")
     desk = subprocess.Popen([py, "-m", "a2a_nb", "serve", "ticket-desk", "--pace", "0.01", "--unit", "wheel"],
                             env=_env(venv, run_dir), cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -147,7 +205,7 @@ print("".join(o.get("text", "") for o in nb.cells[-1].outputs))
 
 
 def test_lesson_00_runs_from_the_installed_package(installed, broker_url):
-    venv, run_dir, _ = installed
+    venv, run_dir, *_ = installed
     lesson = run_dir / "00-start-here.ipynb"
     shutil.copy(ROOT / "notebooks" / "00-start-here.ipynb", lesson)
     out = _run([str(venv / "bin" / "python"), "-c", RUN_LESSON, str(lesson), str(run_dir)], venv, run_dir,
