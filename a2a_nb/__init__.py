@@ -15,6 +15,7 @@ The front door: what a lesson or a first script needs, importable from ``a2a_nb`
 ``RetryProfile``   the requester's timeouts and retries
 ``A2AError``       an A2A JSON-RPC error (its ``code`` and ``message``)
 ``RequestTimeout`` a request no agent answered within the retry profile
+``UnknownAgent``   a ``RequestTimeout`` at once: a new task's agent has no card and nobody serves it
 ``run_probe``      checks an agent against the profile (Core and Standard conformance)
 ``as_described``   the lessons' checks: ``as_described(said("words of the text", actual, expected))``
 ``Bridge``         the HTTP+JSON binding in front of an MQTT agent (needs the ``bridge`` extra)
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Responder": ".agents.responder", "ResponderOptions": ".agents.responder",
     "Requester": ".agents.requester", "RequestTimeout": ".agents.requester",
+    "UnknownAgent": ".agents.requester",
     "TicketDesk": ".story.cast", "Discovery": ".agents.discovery",
     "Recorder": ".traffic.recorder", "load_traffic": ".traffic.frame",
     "RequestTap": ".notebook.tap",
@@ -50,7 +52,7 @@ __all__ = sorted([*_EXPORTS, "stop_all", "__version__"])
 
 if TYPE_CHECKING:  # what a type checker sees; at run time each name loads on first use
     from .agents.discovery import Discovery
-    from .agents.requester import Requester, RequestTimeout
+    from .agents.requester import Requester, RequestTimeout, UnknownAgent
     from .agents.responder import Responder, ResponderOptions
     from .bridge.server import Bridge
     from .mqtt.session import Session, SessionError

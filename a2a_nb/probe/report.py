@@ -215,6 +215,11 @@ class ProbeReport:
         lines.append(self.summary())
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """One line (the report holds every message of the probe: printing all of it floods a cell)."""
+        return (f"<ProbeReport {self.summary()}: report.text() shows every check, report.frame() the table, "
+                f"report.traffic the {len(self.traffic)} messages>")
+
     def _repr_html_(self) -> str:
         colour = {PASS: "#1a7f37", FAIL: "#cf222e", NOT_APPLICABLE: "#6e7781", SKIPPED: "#9a6700"}
         head = "".join(f"<th style='text-align:left'>{c}</th>" for c in ("check", "rule", "level", "verdict", "remark"))
