@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=program_name(), description="A2A over MQTT v5 teaching kit",
                                 epilog="Exit status: 0 success, 1 expected failure (timeout, agent error, broker "
                                        "unreachable or lost, lint MUST violation), 2 usage mistake, 130 Ctrl-C.")
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
+    p.add_argument("--debug", "-v", action="store_true", help="show the Python traceback of a failure and every "
+                   "log line (before or after COMMAND)")
     p.add_argument("--version", action="version", version=f"a2a_nb {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -39,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
         group.register(sub)
     for command in sub.choices.values():
         command.set_defaults(command_parser=command)  # its own usage for its own mistakes (parse_args)
+        # `send echo hi --debug` as well as `--debug send echo hi`; SUPPRESS keeps the top-level value
+        command.add_argument("--debug", "-v", action="store_true", default=argparse.SUPPRESS,
+                             help="show the Python traceback of a failure and every log line")
     return p
 
 

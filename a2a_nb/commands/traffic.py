@@ -12,7 +12,7 @@ def register(sub) -> None:
     r = sub.add_parser("record", help="record all $a2a/# traffic of a broker to a JSON-lines file",
                        description="Subscribe to $a2a/# (QoS 2, Retain As Published) and write one JSON line "
                                    "per message (format: a2a_nb/traffic/FORMAT.md). Ctrl-C stops.")
-    r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines)")
+    r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines); - for stdout")
     r.add_argument("--seconds", type=positive_seconds, default=None, metavar="N",
                    help="stop after N seconds (default: until Ctrl-C)")
     r.add_argument("--broker", default=None, metavar="URL",
@@ -32,21 +32,28 @@ def register(sub) -> None:
 def cmd_record(args: argparse.Namespace) -> int:
     from ..traffic.recorder import Recorder
 
-    check_recording_target(args.out)
+    to_stdout = args.out == "-"  # as mosquitto_sub: the lines on stdout, everything else on stderr
+    if not to_stdout:
+        check_recording_target(args.out)
     try:
-        rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False)
+        rec = Recorder(broker=args.broker, path=None if to_stdout else args.out, org_filter=args.filter, keep=False,
+                       out=sys.stdout if to_stdout else None)
     except ValueError as exc:  # a filter outside $a2a/
         raise UsageError(str(exc)) from None
     rec.start()  # an unreachable broker raises SessionError: cli.main says so (exit 1)
     url = rec.session.endpoint.url if rec.session else "?"
     until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
-    print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
+    where = "stdout" if to_stdout else args.out
+    print(f"# recording {args.filter} on {url} to {where} {until}", file=sys.stderr, flush=True)
     wait_for_signal(args.seconds, then=rec.stop, stopping="the recording")
-    print(f"recorded {rec.count} messages to {args.out}", flush=True)
+    print(f"recorded {rec.count} messages to {where}", file=sys.stderr if to_stdout else sys.stdout, flush=True)
     return 0
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from ..traffic.records import existing_recording
+
+    existing_recording(args.file)  # a missing file is said at once, before pandas loads (seconds)
     from ..traffic.lint import main_lint
 
     return main_lint(args.file, schema=not getattr(args, "no_schema", False))

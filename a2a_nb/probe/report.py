@@ -196,7 +196,7 @@ class ProbeReport:
     def text(self, width: int = 100) -> str:
         """A readable report: a header, one line per check (verdict, check, rule id, MUST or SHOULD),
         the remark of each check that did not pass wrapped below it, the interop notes, the summary."""
-        mark = {PASS: "ok", FAIL: "FAIL", NOT_APPLICABLE: "n/a", SKIPPED: "skip"}
+        mark = {PASS: "pass", FAIL: "FAIL", NOT_APPLICABLE: "n/a", SKIPPED: "skip"}  # the JSON's words
         w = max([len("check")] + [len(r.check) for r in self.rows])
         wr = max([len("rule")] + [len(r.rule) for r in self.rows])
         indent = " " * 9  # under the check column
