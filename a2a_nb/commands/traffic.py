@@ -26,6 +26,7 @@ def register(sub) -> None:
                                     "Exit status: 0 clean (or SHOULD only), 1 MUST violations, 2 unreadable file.")
     lt.add_argument("file", metavar="FILE", help="a recording made by `record` or Recorder(path=...)")
     lt.add_argument("--no-schema", action="store_true", help="skip the a2a-sdk payload checks (faster)")
+    lt.add_argument("--json", action="store_true", help="JSON lines: one per finding, then the summary")
     lt.set_defaults(func=cmd_lint)
 
 
@@ -56,4 +57,25 @@ def cmd_lint(args: argparse.Namespace) -> int:
     existing_recording(args.file)  # a missing file is said at once, before pandas loads (seconds)
     from ..traffic.lint import main_lint
 
+    if getattr(args, "json", False):
+        return lint_json(args.file, schema=not args.no_schema)
     return main_lint(args.file, schema=not getattr(args, "no_schema", False))
+
+
+def lint_json(path: str, schema: bool) -> int:
+    """``lint --json``: each finding as one JSON line, then ``{"summary", "messages", "must", "should",
+    "exit_code"}``; an unreadable file is an error line on stderr (exit 2), as without ``--json``."""
+    import json
+
+    from ..traffic.frame import load_traffic
+    from ..traffic.lint import MUST, SHOULD, check_traffic, exit_code, summary
+
+    df = load_traffic(path)
+    findings = check_traffic(df, schema=schema)
+    for row in findings.to_dict("records"):
+        print(json.dumps(row, default=str, ensure_ascii=False))
+    levels = list(findings["level"]) if len(findings) else []
+    code = exit_code(findings)
+    print(json.dumps({"summary": summary(findings, len(df), str(path)), "messages": len(df),
+                      "must": levels.count(MUST), "should": levels.count(SHOULD), "exit_code": code}))
+    return code

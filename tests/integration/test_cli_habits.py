@@ -69,3 +69,24 @@ def test_lint_says_a_file_is_missing_before_loading_pandas(tmp_path):
                          text=True, timeout=60)
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith(f"error: no recording at {tmp_path / 'missing.jsonl'}")
+
+
+def test_lint_json_prints_one_object_per_line():
+    from a2a_nb.data import recording
+
+    out = subprocess.run(CLI + ["lint", str(recording("happy")), "--json", "--no-schema"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[-1]["exit_code"] == 0 and lines[-1]["messages"] > 0 and lines[-1]["must"] == 0
+    assert lines[-1]["summary"].endswith("OK")
+
+
+def test_check_broker_json_prints_one_object_per_line(broker_url):
+    out = subprocess.run(CLI + ["check-broker", broker_url, "--json", "--timeout", "5"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[0]["connack"]["retain"] is True and lines[-1] == {"core_works": True, "across": False}
+    features = lines[1:-1]
+    assert features and all(set(f) == {"feature", "level", "verdict", "detail"} for f in features)
