@@ -43,7 +43,7 @@ story: setup
 bench: setup
 	$(PY) -m benchmarks
 
-## the recordings in data/ that notebook 07 and the player replay
+## the recordings in a2a_nb/data/recordings/ (shipped in the package) that notebook 07 and the player replay
 recordings: setup
 	$(PY) scripts/make_recordings.py
 

@@ -16,6 +16,7 @@ The front door: what a lesson or a first script needs, importable from ``a2a_nb`
 ``A2ANbError``     the base of every error the kit raises (each keeps its built-in class too)
 ``A2AError``       an A2A JSON-RPC error (its ``code`` and ``message``)
 ``RequestTimeout`` a request no agent answered within the retry profile
+``UnknownAgent``   a ``RequestTimeout`` at once: a new task's agent has no card and nobody serves it
 ``run_probe``      checks an agent against the profile (Core and Standard conformance)
 ``as_described``   the lessons' checks: ``as_described(said("words of the text", actual, expected))``
 ``Bridge``         the HTTP+JSON binding in front of an MQTT agent (needs the ``bridge`` extra)
@@ -39,7 +40,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the table of the door: a type checker reads these lines, lazy_names loads each on first use
     from .agents.discovery import Discovery
-    from .agents.requester import Requester, RequestTimeout
+    from .agents.requester import Requester, RequestTimeout, UnknownAgent
     from .agents.responder import Responder, ResponderOptions
     from .bridge.server import Bridge
     from .error_base import A2ANbError

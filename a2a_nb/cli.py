@@ -21,17 +21,29 @@ from .commands.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliErro
                               command_broker_url)
 
 
+def program_name() -> str:
+    """How the user started the command line: ``a2a-nb`` (the console script) or ``python -m a2a_nb``."""
+    return "a2a-nb" if os.path.basename(sys.argv[0] or "") == "a2a-nb" else "python -m a2a_nb"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m a2a_nb", description="A2A over MQTT v5 teaching kit",
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog=program_name(), description="A2A over MQTT v5 teaching kit",
                                 epilog="Exit status: 0 success, 1 expected failure (timeout, agent error, broker "
                                        "unreachable or lost, lint MUST violation), 2 usage mistake, 130 Ctrl-C.")
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of a failure (before COMMAND)")
+    p.add_argument("--debug", "-v", action="store_true", help="show the Python traceback of a failure and every "
+                   "log line (before or after COMMAND)")
+    p.add_argument("--version", action="version", version=f"a2a_nb {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     for group in (broker, check_broker, roles, sdk, traffic, bridge, probe):
         group.register(sub)
     for command in sub.choices.values():
         command.set_defaults(command_parser=command)  # its own usage for its own mistakes (parse_args)
+        # `send echo hi --debug` as well as `--debug send echo hi`; SUPPRESS keeps the top-level value
+        command.add_argument("--debug", "-v", action="store_true", default=argparse.SUPPRESS,
+                             help="show the Python traceback of a failure and every log line")
     return p
 
 
@@ -65,8 +77,13 @@ def check_broker_url(args: argparse.Namespace) -> None:
 
 
 _BROKER_HINT = "start one with `python -m a2a_nb broker` and point A2A_BROKER_URL (or --broker) at the URL it prints"
-_EXTRAS_HINT = ("this command needs a library the kit's core install leaves out: `pip install 'a2a_nb[notebook]'` "
-                "adds them all (or only [bridge] for the bridge, [secure] for broker --secure)")
+def extras_hint() -> str:
+    """What to run when a command needs a library an extra brings (the kit is not on a public index:
+    :func:`a2a_nb.installed.install_extra_command` names the checkout or file it was installed from)."""
+    from .installed import install_extra_command
+
+    return (f"this command needs a library the kit's core install leaves out: `{install_extra_command('notebook')}` "
+            "adds them all (or only [bridge] for the bridge, [secure] for broker --secure)")
 
 
 def explain(exc: BaseException, args: argparse.Namespace, debug_usage: str = "") -> tuple[int, str, str]:
@@ -106,7 +123,7 @@ def explain(exc: BaseException, args: argparse.Namespace, debug_usage: str = "")
     if isinstance(exc, OSError):
         return EXIT_FAILED, str(exc), ""
     if isinstance(exc, ModuleNotFoundError):  # pyproject.toml: the core is paho-mqtt alone
-        return EXIT_FAILED, str(exc), _EXTRAS_HINT
+        return EXIT_FAILED, str(exc), extras_hint()
     debug = debug_usage or f"python -m a2a_nb --debug {args.command} ..."
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}", f"unexpected; `{debug}` shows where it happened"
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Record the story's scenarios into data/recordings/, the traffic that lesson 07 and the player replay.
+"""Record the story's scenarios into a2a_nb/data/recordings/ (shipped in the package), the traffic that
+lesson 07 and the player replay.
 
     .venv/bin/python scripts/make_recordings.py                 # every scenario, then full.jsonl
     .venv/bin/python scripts/make_recordings.py happy pool      # only these (no full.jsonl)
@@ -16,7 +17,7 @@ Data and analyst names are the same on every run and in both files (only times a
 
 Every recording must tell its scenario's story (``recorded_reroutes`` equals the scenario's expected
 reroutes) and lint with 0 MUST findings (``check_traffic``); otherwise the script exits 1 and leaves
-``data/recordings/`` untouched (the new files stay in a temporary folder, named in the output).
+``a2a_nb/data/recordings/`` untouched (the new files stay in a temporary folder, named in the output).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from typing import Callable, Optional
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "data" / "recordings"
+OUT = ROOT / "a2a_nb" / "data" / "recordings"
 FIRST_SEED = 4821  # as commands.roles.cmd_story: enumerate(names, start=4821)
 FULL = "full"
 
@@ -98,7 +99,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("only", nargs="*", help=f"scenarios to record (default: all, plus {FULL}); "
                         f"choose from {', '.join(SCENARIOS)}, {FULL}")
-    parser.add_argument("--out", type=Path, default=OUT, help="folder of the recordings (default data/recordings)")
+    parser.add_argument("--out", type=Path, default=OUT, help="folder of the recordings (default a2a_nb/data/recordings)")
     parser.add_argument("--pace", type=float, default=0.05, help="seconds between the analyst's steps (default 0.05)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print the story as it runs")
     args = parser.parse_args(argv)

@@ -6,6 +6,21 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
+# The Python pyproject.toml's requires-python names (the pinned requirements need it), checked first
+# so an older interpreter is refused in one line, not after minutes of pip.
+needed="$(sed -n 's/^requires-python = ">=\([0-9]*\.[0-9]*\)"$/\1/p' pyproject.toml)"
+interpreter="$PYTHON"
+[ -x "$VENV/bin/python" ] && interpreter="$VENV/bin/python"  # an existing venv: its own Python counts
+have="$("$interpreter" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+if [ -z "$have" ]; then
+  echo "error: no Python at '$interpreter': install Python $needed+ (or set PYTHON=/path/to/python3)" >&2
+  exit 1
+fi
+if [ "${have%%.*}" -lt "${needed%%.*}" ] || { [ "${have%%.*}" -eq "${needed%%.*}" ] && [ "${have#*.}" -lt "${needed#*.}" ]; }; then
+  echo "error: a2a_nb needs Python $needed+, '$interpreter' is $have: set PYTHON to a newer one (e.g. PYTHON=python$needed make lab; remove an old $VENV first)" >&2
+  exit 1
+fi
+
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"; else return 1; fi
 }

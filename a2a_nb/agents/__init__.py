@@ -22,12 +22,12 @@ The story's cast built from these roles (the ticket desk, its analysts, the pool
 :mod:`a2a_nb.story`.
 """
 from .context import TaskContext
-from .requester import ProtocolError, Reply, Requester, RequestTimeout, Stream, StreamEvent
+from .requester import ProtocolError, Reply, Requester, RequestTimeout, Stream, StreamEvent, UnknownAgent
 from .responder import Responder, ResponderOptions
 from .runtime import TaskCanceled, TaskRuntime
 from .store import MemoryTaskStore, SqliteTaskStore, TaskRecord
 from .task_view import TaskView
 
 __all__ = ["TaskContext", "ProtocolError", "Reply", "Requester", "RequestTimeout", "Stream", "StreamEvent",
-           "Responder", "ResponderOptions", "TaskCanceled", "TaskRuntime", "MemoryTaskStore", "SqliteTaskStore",
-           "TaskRecord", "TaskView"]
+           "UnknownAgent", "Responder", "ResponderOptions", "TaskCanceled", "TaskRuntime", "MemoryTaskStore",
+           "SqliteTaskStore", "TaskRecord", "TaskView"]

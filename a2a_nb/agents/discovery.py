@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import Callable, Iterable, Optional, Union
 
 from ..mqtt.broker import BrokerEndpoint
-from ..mqtt.session import Session
+from ..mqtt.session import Session, SessionError
 from ..protocol import card_schema, cards, properties, topics
 from ..protocol.packet import MqttMessage
 
@@ -108,12 +108,20 @@ MAX_INVALID = 100
 """Notes kept in ``Discovery.invalid`` (the latest)."""
 
 
+SETTLE_QUIET_S = 0.1
+"""``settled()`` where the broker refuses the fence subscription: this long without a new card."""
+
+
 class Discovery:
-    """Subscribe to ``$a2a/v1/discovery/{org}/{unit}/+`` and keep the current card of each agent."""
+    """Subscribe to ``$a2a/v1/discovery/{org}/{unit}/+`` and keep the current card of each agent.
+
+    The retained cards arrive right after the subscription, on the network thread: ``Discovery(wait=1.0)``
+    (or ``settled()``) returns once they are here, so ``table()`` and ``find()`` see them at once."""
 
     def __init__(self, org: str = "acme", unit: str = "support", *, agent: str = "discovery",
                  broker: Union[str, BrokerEndpoint, None] = None,
-                 on_change: Optional[Callable[[str, Optional[AgentEntry]], None]] = None):
+                 on_change: Optional[Callable[[str, Optional[AgentEntry]], None]] = None,
+                 wait: Optional[float] = None):
         self.org, self.unit = org, unit
         self.entries: dict[str, AgentEntry] = {}
         self.invalid: collections.deque[tuple[str, str]] = collections.deque(maxlen=MAX_INVALID)  # (topic, why)
@@ -121,6 +129,33 @@ class Discovery:
         self._cond = threading.Condition()
         self.session = Session(org, unit if unit != "+" else "all", agent, broker=broker)
         self.session.subscribe(topics.discovery_filter(org, unit), handler=self._on_card)
+        self._last_card = time.monotonic()
+        if wait is not None:
+            self.settled(wait)
+
+    def settled(self, timeout: float = 1.0) -> bool:
+        """Wait (at most ``timeout`` s) until the retained cards the broker had at subscribe time are
+        here; True when they are. A second subscription is the fence: the broker queues a
+        subscription's retained messages before it answers the next packet. Where it refuses that
+        one, a quiet ``SETTLE_QUIET_S`` without a new card counts instead."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise TypeError(f"settled(timeout=...) takes seconds (a number >= 0), not {timeout!r}")
+        fence = topics.discovery_topic(self.org, self.unit if self.unit != "+" else "all",
+                                       f"{self.session.agent}-settled")
+        try:
+            self.session.subscribe(fence, timeout=max(timeout, 0.001))
+            self.session.unsubscribe(fence, timeout=max(timeout, 0.001))
+            return True
+        except SessionError:
+            pass
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while time.monotonic() - self._last_card < SETTLE_QUIET_S:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, SETTLE_QUIET_S))
+        return True
 
     def _on_card(self, msg: MqttMessage) -> None:
         read = cards.read_card_message(msg.topic, msg.payload, msg.user_properties)
@@ -128,6 +163,7 @@ class Discovery:
             return
         key = read.agent
         with self._cond:
+            self._last_card = time.monotonic()
             if not read.registered:  # retained-delete: unregistered
                 removed = self.entries.pop(key, None)
                 self._cond.notify_all()

@@ -44,6 +44,22 @@ class RequestTimeout(A2ANbError, TimeoutError):
     """No correlated reply after every attempt (and the fallback, when there was one)."""
 
 
+class UnknownAgent(RequestTimeout):
+    """A new task's agent has no Agent Card in this unit and nobody subscribes to its request topic:
+    raised at the first attempt's PUBACK instead of after the whole retry profile. ``agent`` is the name
+    asked for, ``known`` the agents with a card (a ``RequestTimeout``: an ``except RequestTimeout`` holds)."""
+
+    def __init__(self, agent: str, where: str, known: str):
+        super().__init__(f"no card for {agent} in {where}, and nobody subscribes to its request topic; "
+                         f"known agents: {known}")
+        self.agent, self.known = agent, known
+
+
+CARD_GRACE_S = 0.25
+"""How long a first request that nobody subscribes to (PUBACK 16) waits for its agent's retained card
+(they come right after the SUBACK) before ``UnknownAgent``."""
+
+
 class ProtocolError(A2ANbError, RuntimeError):
     """A reply broke a MUST of the profile (for example a pooled reply without its responder id)."""
 
@@ -74,6 +90,7 @@ class RequesterStats:
 
 
 _REFUSED = object()  # queued by ``_Call.acked`` to wake a waiter whose publish the broker refused
+_NOBODY = object()  # queued by ``_Call.acked``: nobody subscribes to a card-less agent's request topic
 
 
 class _Call:
@@ -88,6 +105,8 @@ class _Call:
         self.correlations: list[bytes] = []
         self.attempts: list[Attempt] = []
         self.refused = False  # the last attempt's publish was refused: stop waiting for its reply
+        self.unlisted = False  # a new task's agent without a card: PUBACK 16 ends the wait (UnknownAgent)
+        self.nobody = False  # ... and PUBACK 16 came
         self.opener: Optional[Callable[[MqttMessage], Optional[MqttMessage]]] = None
         """ubsp-v1: opens each reply on the caller's thread (None: not a protected one, skip it)."""
         self.sealed_as: dict[bytes, str] = {}
@@ -109,6 +128,9 @@ class _Call:
             self._queue.put(_REFUSED)
         elif result.no_subscribers:
             attempt.outcome = "no matching subscribers (PUBACK 16)"
+            if self.unlisted and attempt.number == 1:
+                self.nobody = True
+                self._queue.put(_NOBODY)
 
     def next(self, timeout: float) -> Optional[MqttMessage]:
         """The next reply within ``timeout`` s; None on timeout, or at once when the current
@@ -119,6 +141,8 @@ class _Call:
                 item = self._queue.get_nowait() if self.refused else \
                     self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
+                return None
+            if item is _NOBODY:
                 return None
             if item is not _REFUSED:
                 if item is None or self.opener is None:
@@ -279,6 +303,9 @@ class Requester:
         """``"ticket-desk"`` → that agent; ``"pool:analysts"`` → that pool; an Address as is."""
         if isinstance(to, Address):
             return to
+        if not isinstance(to, str):
+            raise TypeError(f"the agent to ask is a name such as 'echo' or 'pool:NAME' (a str) or an Address, "
+                            f"not {type(to).__name__}")
         found = self._addresses.get(to)
         if found is None:
             found = Address.parse(to, self.org, self.unit)
@@ -357,10 +384,14 @@ class Requester:
                 self._inflight.pop(c, None)
 
     def _operate(self, method: str, params: dict, task_id: Optional[str], target: Address,
-                 artifact_mode: Optional[str] = None) -> tuple[_Call, MqttMessage, Address]:
+                 artifact_mode: Optional[str] = None, new_task: bool = False) -> tuple[_Call, MqttMessage, Address]:
         """Publish with retries until the first correlated reply; on a handover target that stays
-        silent, fall back to the card agent (Profile: Requester Retry 3-7, 9; Task Handover)."""
+        silent, fall back to the card agent (Profile: Requester Retry 3-7, 9; Task Handover).
+
+        ``new_task``: the first request of a task; when the first PUBACK says nobody subscribes and
+        its agent has no card (:class:`~a2a_nb.agents.card_index.CardIndex`), :class:`UnknownAgent` at once."""
         call = _Call(method, task_id, self.ids.jsonrpc_id())
+        call.unlisted = new_task and self._unlisted(target)
         if self.ubsp is not None:
             if target.agent is None:
                 raise ValueError(f"ubsp-v1 seals a request to one recipient's key: {target} is a pool (send to an agent)")
@@ -368,7 +399,15 @@ class Requester:
         payload = encode_json(jsonrpc.request(method, params, call.request_id))
         props = self._properties(artifact_mode)
         while True:
-            first = self._attempts(call, target, payload, props)
+            try:
+                first = self._attempts(call, target, payload, props)
+            except UnknownAgent:
+                self._release(call)
+                if task_id is not None:  # the task never started: a resend may name another agent
+                    self.routing.drop(task_id)
+                    if self._route_store is not None:
+                        self._route_store.drop(task_id)
+                raise
             if first is not None:
                 return call, first, target
             reroute = self.routing.fall_back(task_id, time.time(), self._silence_reason(call, target)) if task_id else None
@@ -395,6 +434,18 @@ class Requester:
             first = call.next(self.retry.reply_first_timeout_s)
             if first is not None:
                 return self._answered(call, first)
+            if call.nobody:
+                call.nobody = call.unlisted = False
+                from .card_index import CardIndex
+
+                with CardIndex(self.session, target.org, target.unit) as index:
+                    if index.watching and not index.wait_for(str(target.agent), CARD_GRACE_S):
+                        att.outcome = "no matching subscribers (PUBACK 16), and no card"
+                        self._settled(att)
+                        raise UnknownAgent(str(target.agent), f"{target.org}/{target.unit}", index.known())
+                first = call.next(self.retry.reply_first_timeout_s)  # it has a card: wait as usual
+                if first is not None:
+                    return self._answered(call, first)
             if att.outcome == "sent":
                 att.outcome = f"no reply within {self.retry.reply_first_timeout_s:g} s"
             self._settled(att)
@@ -414,6 +465,12 @@ class Requester:
                 att.outcome = "answered" if att is call.attempts[-1] else "answered (late)"
                 self._settled(att)
         return first
+
+    @staticmethod
+    def _unlisted(target: Address) -> bool:
+        """``target`` is an agent (not a pool): PUBACK 16 on its first request sends the requester to
+        look for its card (:class:`~a2a_nb.agents.card_index.CardIndex`)."""
+        return target.agent is not None
 
     def _notice(self, text: str) -> None:
         hook = self.on_notice
@@ -461,11 +518,12 @@ class Requester:
             self._route_store.save(self.routing.routes[task_id], reroute)
 
     def _unary(self, method: str, params: dict, task_id: Optional[str], target: Address,
-               retry_errors: bool = True) -> Reply:
+               retry_errors: bool = True, new_task: bool = False) -> Reply:
         started = time.time()
         errors_answered = 0
         while True:
-            call, first, target = self._operate(method, params, task_id, target)
+            call, first, target = self._operate(method, params, task_id, target, new_task=new_task)
+            new_task = False
             self._release(call)
             response = jsonrpc.parse_response(first.payload)
             responder = first.user_property(properties.RESPONDER_AGENT_ID)
@@ -497,21 +555,23 @@ class Requester:
              return_immediately: bool = False, history_length: Optional[int] = None) -> Reply:
         """SendMessage (blocking by default): returns the Task or the Message the agent answered."""
         message = message or self.new_message(content, task_id=task_id, context_id=context_id, message_id=message_id)
+        new_task = self.routing.target(message["taskId"]) is None
         target = self._start_route(message["taskId"], to)
         config = messages.send_message_configuration(return_immediately=return_immediately or None,
                                                      history_length=history_length)
         params = messages.send_message_params(message, configuration=config or None)
-        return self._unary(jsonrpc.SEND_MESSAGE, params, message["taskId"], target)
+        return self._unary(jsonrpc.SEND_MESSAGE, params, message["taskId"], target, new_task=new_task)
 
     def stream(self, to: Optional[Target], content: Any = None, *, message: Optional[dict] = None,
                task_id: Optional[str] = None, context_id: Optional[str] = None, message_id: Optional[str] = None,
                artifact_mode: Optional[str] = None) -> "Stream":
         """SendStreamingMessage: an iterator of events that ends at a terminal or interrupted state."""
         message = message or self.new_message(content, task_id=task_id, context_id=context_id, message_id=message_id)
+        new_task = self.routing.target(message["taskId"]) is None
         target = self._start_route(message["taskId"], to)
         params = messages.send_message_params(message)
         return Stream(self, jsonrpc.SEND_STREAMING_MESSAGE, params, message["taskId"], target, artifact_mode,
-                      view=TaskView(message["taskId"], message.get("contextId")))
+                      view=TaskView(message["taskId"], message.get("contextId")), new_task=new_task)
 
     def continue_task(self, task: Union[dict, Reply, TaskView, "Stream"], content: Any, *, stream: bool = False,
                       message_id: Optional[str] = None, **kw):
@@ -670,7 +730,7 @@ class Stream:
     """
 
     def __init__(self, requester: Requester, method: str, params: dict, task_id: str, target: Address,
-                 artifact_mode: Optional[str], view: TaskView):
+                 artifact_mode: Optional[str], view: TaskView, new_task: bool = False):
         self.requester, self.method, self.task_id = requester, method, task_id
         self.view = view
         self.events: list[StreamEvent] = []
@@ -678,7 +738,8 @@ class Stream:
         self.duplicates = 0
         self.done = False
         self._artifact_mode = artifact_mode
-        self._call, first, self.target = requester._operate(method, params, task_id, target, artifact_mode)
+        self._call, first, self.target = requester._operate(method, params, task_id, target, artifact_mode,
+                                                            new_task=new_task)
         self._pending: Optional[MqttMessage] = first
         self._dedup = StreamDeduper()
         self._recover_why: Optional[str] = None  # set by recover_now

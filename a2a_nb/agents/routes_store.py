@@ -157,6 +157,11 @@ class SqliteRoutes:
             if self._saves % PRUNE_EVERY == 0:
                 self._prune()
 
+    def drop(self, task_id: str) -> None:
+        """Forget a route (``RoutingTable.drop``)."""
+        with self._lock:
+            self._write("DELETE FROM routes WHERE task_id = ?", (task_id,))
+
     def load(self) -> RoutingTable:
         table = RoutingTable()
         with self._lock:

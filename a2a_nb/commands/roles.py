@@ -40,7 +40,7 @@ def register(sub) -> None:
 
     m = sub.add_parser("send", help="one SendMessage (or --stream) and print the reply, state and round trip")
     m.add_argument("agent", help="agent id, or pool:NAME")
-    m.add_argument("text")
+    m.add_argument("text", help="the message text; - reads it from stdin (at most 256 KiB of UTF-8)")
     m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
     m.add_argument("--ubsp", action="store_true",
                    help="ubsp-v1: seal the request and read sealed replies (end-to-end JWE; keys of this machine's "
@@ -141,7 +141,29 @@ def _local_keys():
     return LocalKeys()
 
 
+STDIN_MAX_BYTES = 256 * 1024
+"""``send AGENT -``: the most text read from stdin (a responder's default request bound, 256 KiB)."""
+
+
+def text_from_stdin(limit: int = STDIN_MAX_BYTES) -> str:
+    """The text piped to ``send AGENT -``: UTF-8, at most ``limit`` bytes, one final newline dropped
+    (``echo hi | ...``); ``UsageError`` otherwise (exit 2)."""
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"the text on stdin is longer than {limit // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the text on stdin is not UTF-8 (byte {exc.start})") from None
+    text = text[:-1] if text.endswith("\n") else text
+    if not text:
+        raise UsageError("no text on stdin (send AGENT - reads the message from stdin)")
+    return text
+
+
 def cmd_send(args: argparse.Namespace) -> int:
+    if args.text == "-":
+        args.text = text_from_stdin()
     from ..agents.requester import Requester
     from ..mqtt.broker import ENV_URL
     from ..protocol import errors, states
@@ -163,7 +185,8 @@ def cmd_send(args: argparse.Namespace) -> int:
             raise UsageError("--ubsp seals a request to one agent's key: a pool has none (send to an agent)")
         local = _local_keys()
         if local is None:
-            raise UsageError("--ubsp needs the 'secure' extra (pip install 'a2a_nb[secure]')")
+            from ..installed import install_extra_command
+            raise UsageError(f"--ubsp needs the 'secure' extra ({install_extra_command('secure')})")
     try:
         slot = claim_sender(args)  # held until this send ends: no other send of this user takes its name
     except BaseException:

@@ -12,7 +12,7 @@ def register(sub) -> None:
     r = sub.add_parser("record", help="record all $a2a/# traffic of a broker to a JSON-lines file",
                        description="Subscribe to $a2a/# (QoS 2, Retain As Published) and write one JSON line "
                                    "per message (format: a2a_nb/traffic/FORMAT.md). Ctrl-C stops.")
-    r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines)")
+    r.add_argument("--out", required=True, metavar="FILE", help="recording to write (JSON lines); - for stdout")
     r.add_argument("--seconds", type=positive_seconds, default=None, metavar="N",
                    help="stop after N seconds (default: until Ctrl-C)")
     r.add_argument("--broker", default=None, metavar="URL",
@@ -26,27 +26,56 @@ def register(sub) -> None:
                                     "Exit status: 0 clean (or SHOULD only), 1 MUST violations, 2 unreadable file.")
     lt.add_argument("file", metavar="FILE", help="a recording made by `record` or Recorder(path=...)")
     lt.add_argument("--no-schema", action="store_true", help="skip the a2a-sdk payload checks (faster)")
+    lt.add_argument("--json", action="store_true", help="JSON lines: one per finding, then the summary")
     lt.set_defaults(func=cmd_lint)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
     from ..traffic.recorder import Recorder
 
-    check_recording_target(args.out)
+    to_stdout = args.out == "-"  # as mosquitto_sub: the lines on stdout, everything else on stderr
+    if not to_stdout:
+        check_recording_target(args.out)
     try:
-        rec = Recorder(broker=args.broker, path=args.out, org_filter=args.filter, keep=False)
+        rec = Recorder(broker=args.broker, path=None if to_stdout else args.out, org_filter=args.filter, keep=False,
+                       out=sys.stdout if to_stdout else None)
     except ValueError as exc:  # a filter outside $a2a/
         raise UsageError(str(exc)) from None
     rec.start()  # an unreachable broker raises SessionError: cli.main says so (exit 1)
     url = rec.session.endpoint.url if rec.session else "?"
     until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
-    print(f"# recording {args.filter} on {url} to {args.out} {until}", file=sys.stderr, flush=True)
+    where = "stdout" if to_stdout else args.out
+    print(f"# recording {args.filter} on {url} to {where} {until}", file=sys.stderr, flush=True)
     wait_for_signal(args.seconds, then=rec.stop, stopping="the recording")
-    print(f"recorded {rec.count} messages to {args.out}", flush=True)
+    print(f"recorded {rec.count} messages to {where}", file=sys.stderr if to_stdout else sys.stdout, flush=True)
     return 0
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from ..traffic.records import existing_recording
+
+    existing_recording(args.file)  # a missing file is said at once, before pandas loads (seconds)
     from ..traffic.lint import main_lint
 
+    if getattr(args, "json", False):
+        return lint_json(args.file, schema=not args.no_schema)
     return main_lint(args.file, schema=not getattr(args, "no_schema", False))
+
+
+def lint_json(path: str, schema: bool) -> int:
+    """``lint --json``: each finding as one JSON line, then ``{"summary", "messages", "must", "should",
+    "exit_code"}``; an unreadable file is an error line on stderr (exit 2), as without ``--json``."""
+    import json
+
+    from ..traffic.frame import load_traffic
+    from ..traffic.lint import MUST, SHOULD, check_traffic, exit_code, summary
+
+    df = load_traffic(path)
+    findings = check_traffic(df, schema=schema)
+    for row in findings.to_dict("records"):
+        print(json.dumps(row, default=str, ensure_ascii=False))
+    levels = list(findings["level"]) if len(findings) else []
+    code = exit_code(findings)
+    print(json.dumps({"summary": summary(findings, len(df), str(path)), "messages": len(df),
+                      "must": levels.count(MUST), "should": levels.count(SHOULD), "exit_code": code}))
+    return code

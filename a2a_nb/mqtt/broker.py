@@ -533,6 +533,9 @@ def resolve(url: Optional[str] = None, client_id: Optional[str] = None) -> Broke
     credentials file: every agent started in another shell connects as itself, never with somebody
     else's identity (Profile: Client Session Requirements 3, one Client ID per agent).
     """
+    if url is not None and not isinstance(url, str):
+        raise TypeError(f"broker: a URL such as 'mqtt://127.0.0.1:1883' (a str) or a BrokerEndpoint, "
+                        f"not {type(url).__name__}")
     url = url or os.environ.get(ENV_URL)
     endpoint = BrokerEndpoint.from_url(url) if url else shared_broker().endpoint
     credentials = os.environ.get(ENV_CREDENTIALS)

@@ -196,7 +196,7 @@ class ProbeReport:
     def text(self, width: int = 100) -> str:
         """A readable report: a header, one line per check (verdict, check, rule id, MUST or SHOULD),
         the remark of each check that did not pass wrapped below it, the interop notes, the summary."""
-        mark = {PASS: "ok", FAIL: "FAIL", NOT_APPLICABLE: "n/a", SKIPPED: "skip"}
+        mark = {PASS: "pass", FAIL: "FAIL", NOT_APPLICABLE: "n/a", SKIPPED: "skip"}  # the JSON's words
         w = max([len("check")] + [len(r.check) for r in self.rows])
         wr = max([len("rule")] + [len(r.rule) for r in self.rows])
         indent = " " * 9  # under the check column
@@ -214,6 +214,11 @@ class ProbeReport:
             lines.append("Extended capabilities: " + "; ".join(f"{name}: {v}" for name, v in self.capabilities.items()))
         lines.append(self.summary())
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """One line (the report holds every message of the probe: printing all of it floods a cell)."""
+        return (f"<ProbeReport {self.summary()}: report.text() shows every check, report.frame() the table, "
+                f"report.traffic the {len(self.traffic)} messages>")
 
     def _repr_html_(self) -> str:
         colour = {PASS: "#1a7f37", FAIL: "#cf222e", NOT_APPLICABLE: "#6e7781", SKIPPED: "#9a6700"}

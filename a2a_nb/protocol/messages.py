@@ -128,6 +128,10 @@ def _parts(parts: PartsLike, what: str = "parts") -> list[Part]:
         return [text_part(parts)]
     if isinstance(parts, Mapping):
         parts = [parts]
+    if not isinstance(parts, Sequence) or isinstance(parts, (bytes, bytearray)):
+        where = "" if what == "parts" else f"{what}: "
+        raise TypeError(f"{where}the content of a message is text (a str), a part (a dict) or a list of them, "
+                        f"not {type(parts).__name__}")
     out: list[Part] = []
     for p in parts:
         if isinstance(p, str):

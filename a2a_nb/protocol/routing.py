@@ -157,6 +157,10 @@ class RoutingTable:
             del self.routes[next(iter(self.routes))]
             self.forgotten += 1
 
+    def drop(self, task_id: str) -> None:
+        """Forget the route of a task that never started (its first request found no agent)."""
+        self.routes.pop(task_id, None)
+
     def target(self, task_id: str) -> Optional[Address]:
         route = self.routes.get(task_id)
         return route.current if route else None

@@ -13,5 +13,5 @@ The cast (:mod:`a2a_nb.story.cast`):
 * an **echo** agent, the smallest responder (``echo_card``, ``echo_handler``).
 
 The analysts' real work is :mod:`a2a_nb.story.analysis` (pure) on the small dataset of
-:mod:`a2a_nb.story.ticket_data` (``data/*.csv``).
+:mod:`a2a_nb.story.ticket_data` (``a2a_nb/data/*.csv``, shipped in the package).
 """

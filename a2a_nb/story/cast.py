@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
+from ..error_base import A2ANbError
 from ..agents.context import TaskContext
 from ..agents.recovery import fail_orphaned_tasks
 from ..agents.responder import Responder, ResponderOptions
@@ -57,6 +58,40 @@ def broker_for(broker: BrokerChoice, agent: str) -> Union[str, BrokerEndpoint, N
     """``broker`` as given, or, when it is a function ``agent -> BrokerEndpoint`` (a secured broker
     with one login per agent, e.g. ``SecureBroker.credentials``), the endpoint of ``agent``."""
     return broker(agent) if callable(broker) else broker
+
+
+class AlreadyServed(A2ANbError, RuntimeError):
+    """An agent the story would start is already live on the broker: starting it again under the same
+    Client ID would take its session over (the broker disconnects the older one)."""
+
+
+def desk_served(broker: BrokerChoice, org: str = "acme", unit: str = "support") -> bool:
+    """Does a ticket desk serve ``org/unit`` on this broker now: is its retained card ``online``?
+
+    Read by a short-lived client of its own (``ticket-desk-check-...``) subscribed to the desk's
+    discovery topic; a second SUBSCRIBE is the fence (the broker queues a subscription's retained
+    messages before it answers the next packet), so no fixed wait. Presence is advisory (Profile:
+    Presence Subscriber Behavior 2): a stale ``online`` card gets the same answer. A broker this client
+    cannot log in to (one login per agent) or read discovery on: False, nothing is checked."""
+    from ..mqtt.session import Session, SessionError
+    from ..protocol import properties, topics
+
+    seen: list = []
+    name = f"ticket-desk-check-{os.urandom(4).hex()}"
+    try:
+        probe = Session(org, unit, name, broker=broker_for(broker, name))
+    except (SessionError, BrokerError, OSError, KeyError, ValueError) as exc:
+        log.debug("ticket-desk: cannot check for a served desk (%s)", exc)
+        return False
+    try:
+        probe.subscribe(topics.discovery_topic(org, unit, "ticket-desk"), handler=seen.append)
+        probe.subscribe(topics.discovery_topic(org, unit, name))  # the fence: its SUBACK comes after the card
+    except SessionError as exc:
+        log.debug("ticket-desk: cannot check for a served desk (%s)", exc)
+        return False
+    finally:
+        probe.close()
+    return any(m.payload and m.user_property(properties.STATUS) == properties.ONLINE for m in seen)
 
 
 REPORT_ID = "tck-4821-report"
@@ -218,6 +253,10 @@ class TicketDesk:
         self.refused = 0  # new tasks answered -32004 (at capacity)
         self.org, self.unit, self.broker = org, unit, broker
         self._analysts_broker = self._logins(broker)  # before anything connects or opens a file
+        if desk_served(broker, org, unit):  # the same Client ID would knock the served desk off the broker
+            raise AlreadyServed(f"ticket-desk already serves {org}/{unit} on this broker: a second TicketDesk would "
+                                "take its connection over (same Client ID); use the served one "
+                                "(Requester().send('ticket-desk', ...)), or stop it first")
         self.handover = handover
         self.ids = IdSource(seed)
         self.analyst = Analyst(pace=pace)

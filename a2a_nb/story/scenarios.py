@@ -12,15 +12,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..error_base import A2ANbError
 from ..agents.discovery import AgentEntry, Discovery
 from ..agents.requester import Requester
-from ..protocol import messages, pools, properties, states, topics
+from ..protocol import messages, pools, states
 from ..protocol.packet import MqttMessage
 from ..protocol.ids import IdSource
 from ..protocol.retry import RetryProfile
 from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED
-from .cast import REPORT_ID, BrokerChoice, TicketDesk, analyst_pool, broker_for
+from .cast import REPORT_ID, AlreadyServed, BrokerChoice, TicketDesk, analyst_pool, broker_for, desk_served
 
 STORY_RETRY = RetryProfile(reply_first_timeout_s=1.0, stream_idle_timeout_s=3.0, max_attempts=3,
                            backoff_s=(0.1, 0.2, 0.4))
@@ -91,7 +90,7 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
             else:
                 desk = TicketDesk(broker=broker, handover=spec["handover"], pace=pace, seed=seed)
                 stack.callback(desk.stop)
-        ids = IdSource(seed)
+        ids = IdSource(seed if not served else None)  # served agents keep their tasks: each run new task ids
         coordinator = Requester("coordinator", broker=broker_for(broker, "coordinator"), retry=retry, ids=ids, seed=seed)
         stack.callback(coordinator.close)
         target = f"pool:{pool}" if pool else _discover(broker, step)
@@ -133,31 +132,24 @@ def run_scenario(name: str, broker: BrokerChoice = None, *, say: Callable[[str],
     return result
 
 
-class AlreadyServed(A2ANbError, RuntimeError):
-    """An agent the story would start is already live on the broker: starting it again under the same
-    Client ID would take its session over (the broker disconnects the older one)."""
-
-
 def refuse_if_served(broker: BrokerChoice, pool: Optional[str], wait: float = 0.3) -> None:
-    """Raise :class:`AlreadyServed` when the desk's retained card says ``online`` (or, for the pool
-    scenario, a pool member's presence does), e.g. next to ``python -m a2a_nb serve ticket-desk``.
-    Presence is advisory (Profile: Presence Subscriber Behavior 2): a stale ``online`` card gets the
-    same answer, and ``--served`` or a fresh broker is the way out."""
+    """Raise :class:`AlreadyServed` when the desk's retained card says ``online`` (``cast.desk_served``)
+    or, for the pool scenario, a pool member's presence does, e.g. next to ``python -m a2a_nb serve
+    ticket-desk``. Presence is advisory (Profile: Presence Subscriber Behavior 2): a stale ``online``
+    gets the same answer, and ``--served`` or a fresh broker is the way out."""
     from ..mqtt.session import Session
 
-    seen: list[MqttMessage] = []
-    probe = Session("acme", "support", "coordinator-discovery", broker=broker_for(broker, "coordinator-discovery"))
-    try:
-        probe.subscribe(pools.presence_filter("acme", "support") if pool else
-                        topics.discovery_topic("acme", "support", "ticket-desk"), handler=seen.append)
-        time.sleep(wait)  # retained messages arrive right after the SUBACK
-    finally:
-        probe.close()
-    if pool:
-        live = sorted(p.agent for p in map(pools.read_presence, seen) if p and p.pool == pool and p.online)
+    if not pool:
+        live = ["ticket-desk"] if desk_served(broker) else []
     else:
-        live = ["ticket-desk"] if any(m.payload and m.user_property(properties.STATUS) == properties.ONLINE
-                                      for m in seen) else []
+        seen: list[MqttMessage] = []
+        probe = Session("acme", "support", "coordinator-discovery", broker=broker_for(broker, "coordinator-discovery"))
+        try:
+            probe.subscribe(pools.presence_filter("acme", "support"), handler=seen.append)
+            time.sleep(wait)  # retained messages arrive right after the SUBACK
+        finally:
+            probe.close()
+        live = sorted(p.agent for p in map(pools.read_presence, seen) if p and p.pool == pool and p.online)
     if live:
         raise AlreadyServed(f"{', '.join(live)} already serve{'s' if len(live) == 1 else ''} this broker; starting "
                             f"the story's own would knock {'it' if len(live) == 1 else 'them'} off (same Client ID)")

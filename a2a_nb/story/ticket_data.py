@@ -1,7 +1,8 @@
-"""The story's small ticket dataset (``data/*.csv``): one ticket, orders, order-status events.
+"""The story's small ticket dataset (``a2a_nb/data/*.csv``, shipped in the package: :mod:`a2a_nb.data`):
+one ticket, orders, order-status events.
 
-Generated once, deterministically (``python -m a2a_nb.story.ticket_data``), and committed, so the
-analyst's answer is computed from data a learner can open, not written into the code.
+Generated once, deterministically (``python -m a2a_nb.story.ticket_data``, in a checkout), and committed,
+so the analyst's answer is computed from data a learner can open, not written into the code.
 """
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Optional
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+from ..data import data_file
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+"""Where ``write`` puts the files by default: the package's data folder (in a checkout, ``a2a_nb/data``)."""
 TICKET_ID = "TCK-4821"
 
 STATUSES = ["CREATED", "PAYMENT_CONFIRMED", "PROCESSING", "SHIPPED"]
@@ -86,9 +91,10 @@ def write(ds: Dataset, folder: Path = DATA_DIR) -> None:
             w.writerows(rows)
 
 
-def load(folder: Path = DATA_DIR) -> Dataset:
+def load(folder: Optional[Path] = None) -> Dataset:
+    """The dataset from ``folder``, by default the copy shipped in the package (:func:`a2a_nb.data.data_file`)."""
     def read(name: str) -> list[dict]:
-        path = folder / f"{name}.csv"
+        path = data_file(f"{name}.csv") if folder is None else Path(folder) / f"{name}.csv"
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: run `python -m a2a_nb.story.ticket_data` to create it")
         with open(path, newline="") as f:

@@ -112,6 +112,9 @@ def _records_of(source: Any) -> list[dict]:
     recs = getattr(source, "records", None)
     if recs is not None and not isinstance(source, (list, tuple)):
         return list(recs)
+    if isinstance(source, (bytes, bytearray, dict)) or not hasattr(source, "__iter__"):
+        raise TypeError(f"load_traffic() takes a recording's path, a Recorder, a list of records or a DataFrame, "
+                        f"not {type(source).__name__}")
     return source if isinstance(source, list) else list(source)
 
 

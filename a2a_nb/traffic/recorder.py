@@ -57,6 +57,7 @@ class Recorder:
         unit: str = "support",
         agent: Optional[str] = None,
         keep: bool = True,
+        out: Optional[TextIO] = None,
     ):
         if not isinstance(org_filter, str) or not org_filter.startswith("$a2a/"):
             raise ValueError(
@@ -81,13 +82,18 @@ class Recorder:
         self._stop = threading.Event()
         self._writer: Optional[threading.Thread] = None
         self._fh: Optional[TextIO] = None
+        self._out = out
+        """A text stream of the caller's (``record --out -``: stdout) written instead of ``path``, flushed
+        after every batch and never closed."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "Recorder":
         """Connect, subscribe to the filter (SUBACK awaited) and start recording; idempotent."""
         if self.session is not None and not self.session.closed:
             return self
-        if self.path is not None:
+        if self._out is not None:
+            self._fh = self._out
+        elif self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a" if self.count else "w", encoding="utf-8", buffering=1 << 20)
         self._stop.clear()
@@ -123,7 +129,8 @@ class Recorder:
         with self._lock:
             if self._fh is not None:
                 self._fh.flush()
-                self._fh.close()
+                if self._fh is not self._out:
+                    self._fh.close()
                 self._fh = None
 
     @property
@@ -187,6 +194,8 @@ class Recorder:
                     fh.write(line)
                     fh.write("\n")
                 n += 1
+            if n and fh is not None and fh is self._out:
+                fh.flush()  # a pipe's reader sees each batch as it comes
             self.count += n
         return n
 

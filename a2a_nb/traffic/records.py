@@ -278,6 +278,18 @@ def bounded_record(rec: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return rec, line
 
 
+def existing_recording(path: Union[str, os.PathLike]) -> Path:
+    """``path`` as a Path when a file is there; else ``FileNotFoundError`` / ``IsADirectoryError`` saying
+    what to do (``lint`` asks this before it loads pandas)."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no recording at {p}: record one with `python -m a2a_nb record --out {p}` "
+                                "or `with Recorder(path=...)`")
+    if p.is_dir():
+        raise IsADirectoryError(f"{p} is a folder, not a recording: give the .jsonl file inside it")
+    return p
+
+
 def read_records(path: PathLike) -> list[dict[str, Any]]:
     """Read a recording (JSON lines, format v1) into a list of record dicts.
 
@@ -286,12 +298,7 @@ def read_records(path: PathLike) -> list[dict[str, Any]]:
     raises ``ValueError`` naming the file and the line, so a truncated or foreign file is never
     half-read. A missing last newline (a recording cut short) is fine.
     """
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"no recording at {p}: record one with `python -m a2a_nb record --out {p}` "
-                                "or `with Recorder(path=...)`")
-    if p.is_dir():
-        raise IsADirectoryError(f"{p} is a folder, not a recording: give the .jsonl file inside it")
+    p = existing_recording(path)
     with p.open("rb") as fh:
         return [rec for n, raw in enumerate(_lines(fh), 1) if (rec := _checked_line(p, n, raw)) is not None]
 

@@ -1,6 +1,6 @@
 """One JupyterLab for the browser tests, driven by Debian's Chromium through playwright.
 
-JupyterLab runs from the venv on a temporary copy of ``notebooks/`` (and ``data/``, which lesson
+JupyterLab runs from the venv on a temporary copy of ``notebooks/`` (and ``a2a_nb/data/`` as ``data/``, which lesson
 07 reads as ``../data``), with ``A2A_BROKER_URL`` pointing at the test session's Mosquitto
 (tests/conftest.py sets it before this module starts the server, and the kernels inherit it).
 Lab exposes its application object (``window.jupyterapp``, as JupyterLab's own galata tests do) so
@@ -98,7 +98,7 @@ def lab(broker_url, tmp_path_factory):
         pytest.skip(reason)
     work = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", work / "notebooks")
-    shutil.copytree(ROOT / "data", work / "data")
+    shutil.copytree(ROOT / "a2a_nb" / "data", work / "data")  # the package's data; the checkout links data/ there
     home = work / "home"  # settings and workspaces of this server only, not the user's
     for d in ("config", "data", "runtime", "settings", "workspaces"):
         (home / d).mkdir(parents=True)

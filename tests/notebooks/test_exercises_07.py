@@ -12,7 +12,7 @@ from a2a_nb.notebook.exercises import lesson07
 from a2a_nb.story.scenarios import SCENARIOS
 from a2a_nb.traffic import latency_view, load_traffic, routing_view
 
-FULL = Path(__file__).resolve().parents[2] / "data" / "recordings" / "full.jsonl"
+FULL = Path(__file__).resolve().parents[2] / "a2a_nb" / "data" / "recordings" / "full.jsonl"
 
 
 @pytest.fixture(scope="module")

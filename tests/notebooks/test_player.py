@@ -2,7 +2,7 @@
 
 In plain pytest ipywidgets has no kernel (a dummy comm): observers fire when a trait changes, so the
 player renders exactly as it would in JupyterLab, minus the drawing. It replays the committed
-recordings of data/recordings/ (no broker), and one hand-made recording for the edge cases.
+recordings of a2a_nb/data/recordings/ (no broker), and one hand-made recording for the edge cases.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from a2a_nb.traffic import handovers, load_traffic, routing_view, state_transiti
 from a2a_nb.traffic.frame import short_state
 
 ROOT = Path(__file__).resolve().parents[2]
-HAPPY = ROOT / "data" / "recordings" / "happy.jsonl"
-FULL = ROOT / "data" / "recordings" / "full.jsonl"
+HAPPY = ROOT / "a2a_nb" / "data" / "recordings" / "happy.jsonl"
+FULL = ROOT / "a2a_nb" / "data" / "recordings" / "full.jsonl"
 
 
 @pytest.fixture(scope="module")

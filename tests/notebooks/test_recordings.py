@@ -1,4 +1,4 @@
-"""The committed recordings in data/recordings/ (made by ``make recordings``) are fit to teach from.
+"""The committed recordings in a2a_nb/data/recordings/ (the checkout's data/ links there) (made by ``make recordings``) are fit to teach from.
 
 Lesson 07 and the step-through player replay them without a broker, so each one must load, pass
 the profile's MUST checks, and show the reroutes its scenario is about: the broker saw the same
@@ -16,7 +16,7 @@ from a2a_nb.traffic import check_traffic, handovers, load_traffic, read_records,
 from a2a_nb.traffic.lint import MUST, format_findings
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDINGS = ROOT / "data" / "recordings"
+RECORDINGS = ROOT / "a2a_nb" / "data" / "recordings"
 NAMES = [*SCENARIOS, "full"]
 MAX_BYTES = 200_000  # they are committed: keep them small
 
@@ -118,8 +118,8 @@ def _shape(path) -> list[tuple]:
 
 @pytest.mark.parametrize("name", ["happy", "handover", "multi-handover", "handover-unreachable", "pool"])
 def test_the_committed_recording_is_what_the_kit_records_today(name, tmp_path):
-    """Lesson 07 and the player replay data/recordings/: recording the scenario again must give the same
+    """Lesson 07 and the player replay a2a_nb/data/recordings/: recording the scenario again must give the same
     messages, kinds, methods, states and responders (else: `make recordings` and rebuild lesson 07)."""
     fresh = tmp_path / f"{name}.jsonl"
     make_recordings.record(fresh, [name], 0.05, lambda line: None)
-    assert _shape(fresh) == _shape(ROOT / "data" / "recordings" / f"{name}.jsonl")
+    assert _shape(fresh) == _shape(ROOT / "a2a_nb" / "data" / "recordings" / f"{name}.jsonl")

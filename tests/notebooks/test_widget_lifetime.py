@@ -65,7 +65,7 @@ def test_jupyterlab_saves_widget_state_with_the_notebook():
 def test_player_chart_keeps_its_shape():
     from a2a_nb.notebook.player import TrafficPlayer
 
-    player = TrafficPlayer(ROOT / "data" / "recordings" / "happy.jsonl")
+    player = TrafficPlayer(ROOT / "a2a_nb" / "data" / "recordings" / "happy.jsonl")
     try:
         layout = player.chart.layout
         assert layout.height == "auto" and layout.align_self == "flex-start"  # not stretched by its row

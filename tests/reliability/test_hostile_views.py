@@ -191,7 +191,7 @@ def run_cli(args: list[str], env: dict | None = None, timeout: float = 120) -> s
 
 
 def good_record() -> dict:
-    with (ROOT / "data" / "recordings" / "happy.jsonl").open(encoding="utf-8") as fh:
+    with (ROOT / "a2a_nb" / "data" / "recordings" / "happy.jsonl").open(encoding="utf-8") as fh:
         fh.readline()
         return json.loads(fh.readline())  # a request: correlation, response topic, user properties
 
@@ -391,7 +391,7 @@ def test_payloads_of_the_wrong_shape_in_every_view(tmp_path):
     from a2a_nb.traffic.charts import mermaid_sequence, save_charts
     from a2a_nb.traffic.records import read_records, write_records
 
-    recs = read_records(ROOT / "data" / "recordings" / "handover.jsonl")
+    recs = read_records(ROOT / "a2a_nb" / "data" / "recordings" / "handover.jsonl")
     requests = [r for r in recs if "/request/" in r["topic"]]
     replies = [r for r in recs if "/reply/" in r["topic"] and isinstance(r["payload_json"], dict)]
     requests[0]["payload_json"]["params"]["message"]["taskId"] = ["not", "an", "id"]

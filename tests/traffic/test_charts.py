@@ -28,7 +28,7 @@ from a2a_nb.traffic.frame import load_traffic  # noqa: E402
 
 from ._traffic import C1, T1, Traffic, clean_conversation  # noqa: E402
 
-FULL = Path(__file__).resolve().parents[2] / "data" / "recordings" / "full.jsonl"
+FULL = Path(__file__).resolve().parents[2] / "a2a_nb" / "data" / "recordings" / "full.jsonl"
 STORY = ["happy", "handover", "no-handover", "multi-handover", "handover-unreachable", "pool"]  # recorded order
 
 

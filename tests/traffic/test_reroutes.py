@@ -21,7 +21,7 @@ from a2a_nb.traffic.lint import check_traffic
 
 from ._traffic import C1, T1, Traffic
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "recordings"
+RECORDINGS = Path(__file__).resolve().parents[2] / "a2a_nb" / "data" / "recordings"
 
 
 @pytest.fixture(scope="module")
