@@ -170,6 +170,10 @@ def discovery_browser(discovery, tags: str = "") -> DiscoveryBrowser:
     return DiscoveryBrowser(discovery, tags)
 
 
+EVENT_LOG_CLASS = "a2a-event-log"
+"""The CSS class of the send form's scrolling event log."""
+
+
 class SendForm:
     """Agent dropdown, message text, stream checkbox, send button and a live event view.
 
@@ -192,13 +196,15 @@ class SendForm:
                                     disabled=True)
         self.button = W.Button(description="Send", button_style="primary", icon="paper-plane")
         self.status = W.HTML()
-        # the event view scrolls by itself to the newest line: a column-reverse flex box keeps its
-        # scroll position anchored at the bottom (plain CSS, no JavaScript; a learner who scrolled up
-        # to read stays where they are)
-        self.view = W.Output(layout=W.Layout(border="1px solid #ddd", max_height="20em", overflow="auto",
-                                             display="flex", flex_flow="column-reverse"))
+        self.view = W.Output(layout=W.Layout(flex="0 0 auto"))  # as tall as its lines: the box scrolls
+        # The event log scrolls by itself to the newest line: a column-reverse flex box keeps its scroll
+        # position anchored at the bottom (plain CSS, no JavaScript; a learner who scrolled up to read
+        # stays where they are).
+        self.log_box = W.Box([self.view], layout=W.Layout(border="1px solid #ddd", max_height="20em", overflow="auto",
+                                                          display="flex", flex_flow="column-reverse"))
+        self.log_box.add_class(EVENT_LOG_CLASS)
         self.widget = W.VBox([offline_note(), W.HBox([self.agent, self.stream, self.follow_up]),
-                              W.HBox([self.text, self.button]), self.status, self.view])
+                              W.HBox([self.text, self.button]), self.status, self.log_box])
         self.lines: list[str] = []
         self.last_task: Optional[dict] = None  # {"id", "contextId", "state"} of the last task seen
         self.errors = 0

@@ -13,14 +13,16 @@ import pytest
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is pinned in "
                              "requirements-test.txt: run `make test-setup`)").expect
 
+from a2a_nb.notebook.widgets import EVENT_LOG_CLASS
+
 from .lab import cell_with, errors_in_outputs, open_notebook, run_all, shot
 
 pytestmark = pytest.mark.timeout(300)
 
-# the widget that JupyterLab shows in the current tab: its CSS classes and its document's path
+# the document JupyterLab shows in the current tab: its content's CSS classes, its text editors
 CURRENT_WIDGET_JS = """() => {
     const w = window.jupyterapp.shell.currentWidget;
-    return w ? {classes: [...w.node.classList], path: w.context ? w.context.path : null} : null;
+    return {content: [...w.content.node.classList], editors: w.node.querySelectorAll('.cm-editor').length};
 }"""
 
 
@@ -32,12 +34,13 @@ def test_glossary_opens_rendered_from_the_file_browser(page, lab, shots):
     expect(page.locator(".lm-TabBar-tab.jp-mod-current")).to_contain_text("glossary.md")
     page.wait_for_function("() => { const w = window.jupyterapp.shell.currentWidget;"
                            " return !!w && !!w.context && w.context.path === 'glossary.md'; }")
+    shown = page.locator(".jp-MarkdownViewer:not(.lm-mod-hidden) .jp-RenderedMarkdown")
+    expect(shown.locator("h1[data-jupyter-id='Glossary']")).to_have_count(1)  # rendered headings, with anchors
+    expect(shown.locator("h3[data-jupyter-id='Correlation-Data']")).to_have_count(1)
     current = page.evaluate(CURRENT_WIDGET_JS)
     shot(page, shots, "glossary-from-file-browser")
-    assert "jp-MarkdownViewer" in current["classes"], f"glossary.md opened in {current['classes']}"
-    shown = page.locator(".jp-MarkdownViewer:not(.lm-mod-hidden) .jp-RenderedMarkdown")
-    expect(shown.locator("h1")).to_have_text("Glossary")
-    expect(shown.locator("h3", has_text="Correlation Data")).to_have_count(1)
+    assert "jp-MarkdownViewer" in current["content"], f"glossary.md opened in {current['content']}"
+    assert current["editors"] == 0, "glossary.md opened as Markdown source in the text editor"
 
 
 FORM_NOTEBOOK = """\
@@ -57,7 +60,8 @@ form"""
 
 # where a line of the form's event log is, compared with the log's visible box (it scrolls)
 LINE_IN_VIEW_JS = """([area, needle]) => {
-    const view = area.querySelector('.widget-output');
+    const LOG_CLASS = '""" + EVENT_LOG_CLASS + """';
+    const view = area.querySelector('.' + LOG_CLASS);
     if (!view) return {error: 'no event view'};
     const box = view.getBoundingClientRect();
     const walker = document.createTreeWalker(view, NodeFilter.SHOW_TEXT);
