@@ -182,9 +182,9 @@ if current "$stamp" || { [ "$SET" = lab ] && current "$VENV/.a2a_nb-installed-te
   say "the $SET set is installed already ($requirements unchanged)"
 else
   choose_installer
-  what="the lessons' pinned packages"
-  if [ "$SET" = test ]; then what="the lessons' and the tests' pinned packages"; fi
-  say "installing $what ($requirements) and the kit into $VENV with $installer (about 150 packages with their dependencies)"
+  what="the lessons' pinned packages ($requirements, about 130 with their dependencies)"
+  if [ "$SET" = test ]; then what="the lessons' and the tests' pinned packages ($requirements, about 150 with their dependencies)"; fi
+  say "installing $what and the kit into $VENV with $installer"
   install_requirements "$requirements"
   touch "$stamp"
   if [ "$SET" = test ]; then touch "$VENV/.a2a_nb-installed-lab"; fi
