@@ -170,6 +170,10 @@ def discovery_browser(discovery, tags: str = "") -> DiscoveryBrowser:
     return DiscoveryBrowser(discovery, tags)
 
 
+EVENT_LOG_CLASS = "a2a-event-log"
+"""The CSS class of the send form's scrolling event log."""
+
+
 class SendForm:
     """Agent dropdown, message text, stream checkbox, send button and a live event view.
 
@@ -192,9 +196,15 @@ class SendForm:
                                     disabled=True)
         self.button = W.Button(description="Send", button_style="primary", icon="paper-plane")
         self.status = W.HTML()
-        self.view = W.Output(layout=W.Layout(border="1px solid #ddd", max_height="20em", overflow="auto"))
+        self.view = W.Output(layout=W.Layout(flex="0 0 auto"))  # as tall as its lines: the box scrolls
+        # The event log scrolls by itself to the newest line: a column-reverse flex box keeps its scroll
+        # position anchored at the bottom (plain CSS, no JavaScript; a learner who scrolled up to read
+        # stays where they are).
+        self.log_box = W.Box([self.view], layout=W.Layout(border="1px solid #ddd", max_height="20em", overflow="auto",
+                                                          display="flex", flex_flow="column-reverse"))
+        self.log_box.add_class(EVENT_LOG_CLASS)
         self.widget = W.VBox([offline_note(), W.HBox([self.agent, self.stream, self.follow_up]),
-                              W.HBox([self.text, self.button]), self.status, self.view])
+                              W.HBox([self.text, self.button]), self.status, self.log_box])
         self.lines: list[str] = []
         self.last_task: Optional[dict] = None  # {"id", "contextId", "state"} of the last task seen
         self.errors = 0
@@ -306,8 +316,17 @@ class SendForm:
                 self.log(f"← {who}: {ev.kind}")
         view = stream.view
         self._remember(view.task_id, view.context_id, view.state)
-        self.log(f"■ stream ended: task {states.short_name(view.state) if view.state else 'unknown'}, "
-                 f"{len(stream.events)} event(s)")
+        self.log(f"■ stream ended: {self._outcome(view)}, {len(stream.events)} event(s)")
+
+    @staticmethod
+    def _outcome(view) -> str:
+        """How a stream ended: the task's last state, or the Message that was the stream's one item
+        (a stateless agent such as echo: there is no task to track)."""
+        if view.state:
+            return f"task {states.short_name(view.state)}"
+        if view.message is not None:
+            return "message reply (the agent made no task)"
+        return "no task state received"
 
     # -- display -----------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:

@@ -40,11 +40,11 @@ NO_NEWS = ("@jupyterlab/apputils-extension/notification.jupyterlab-settings", {"
 
 def _missing() -> str | None:
     if not os.access(CHROMIUM, os.X_OK):
-        return f"{CHROMIUM} not found: install Debian's chromium (scripts/setup.sh does, as root) to run tests/browser"
+        return f"{CHROMIUM} not found: install Debian's chromium (`make test-setup` does, as root) to run tests/browser"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "the playwright package is not installed (it is pinned in requirements.txt: run `make setup`)"
+        return "the playwright package is not installed (it is pinned in requirements-test.txt: run `make test-setup`)"
     return None
 
 

@@ -12,7 +12,7 @@ import re
 import pytest
 
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is pinned in "
-                             "requirements.txt: run `make setup`)").expect
+                             "requirements-test.txt: run `make test-setup`)").expect
 
 from a2a_nb.notebook.player import CHART_DPI, CHART_WIDTH_PX
 from a2a_nb.notebook.widgets import OFFLINE_TEXT

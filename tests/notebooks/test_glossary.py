@@ -98,3 +98,43 @@ def test_first_use_of_a_term_links_the_glossary(path):
             line = text[max(0, first.start() - 40):first.end() + 40].replace("\n", " ")
             missing.append(f"{term}: first used in “…{line}…” without [..](glossary.md#{anchor(term)})")
     assert not missing, f"{path.name}:\n" + "\n".join(missing)
+
+
+# entry -> (the lesson that shows it, how that lesson's prose says it): the words of lessons 09 and 10
+# a learner looks up (issue 19); the lessons may link them, and the entries must exist either way
+LATER_WORDS = {
+    "Bridge": ("09-two-bindings.py", r"\bbridge\b"),
+    "Well-known card URL": ("09-two-bindings.py", r"well-known URL"),
+    "SSE": ("09-two-bindings.py", r"Server-Sent Events"),
+    "ubsp-v1": ("10-untrusted-broker.py", r"\bubsp-v1\b"),
+    "JWE": ("10-untrusted-broker.py", r"\bJWE\b"),
+    "jwksUri": ("10-untrusted-broker.py", r"\bjwksUri\b"),
+}
+
+
+@pytest.mark.parametrize("term", LATER_WORDS)
+def test_the_words_of_lessons_09_and_10_have_entries(term):
+    lesson, pattern = LATER_WORDS[term]
+    text = entries().get(term)
+    assert text, f"no glossary entry {term!r}"
+    assert f"]({lesson[:-3]}.ipynb)" in text, f"glossary entry {term!r} does not point to {lesson[:-3]}.ipynb"
+    assert re.search(pattern, prose(ROOT / "notebooks" / "text" / lesson)), f"{lesson} does not say {term!r}"
+
+
+def test_links_inside_the_glossary_name_an_entry():
+    ids = {anchor(h) for h in entries()}
+    targets = re.findall(r"\]\(#([^)]+)\)", GLOSSARY.read_text())
+    assert targets, "the new entries link each other"
+    assert set(targets) <= ids, set(targets) - ids
+
+
+def test_markdown_opens_rendered_in_jupyterlab():
+    """A double click on glossary.md in the file browser opens JupyterLab's Markdown Preview, not the
+    text editor: the setting both `make lab` (scripts/setup.sh) and Binder (binder/postBuild) copy
+    into the venv's JupyterLab settings (tests/browser/test_small_things_in_lab.py clicks it)."""
+    import json
+
+    overrides = json.loads((ROOT / "scripts" / "jupyterlab-overrides.json").read_text())
+    assert overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]["markdown"] == "Markdown Preview"
+    for installer in (ROOT / "scripts" / "setup.sh", ROOT / "binder" / "postBuild"):
+        assert "scripts/jupyterlab-overrides.json" in installer.read_text(), installer

@@ -161,6 +161,18 @@ def test_send_form_streams_to_the_desk_and_continues_the_task(broker_url, unit, 
     assert form.follow_up.disabled and form.follow_up.value is False
 
 
+def test_send_form_stream_to_echo_ends_on_its_message_not_an_unknown_task(broker_url, unit, cast):
+    """Echo answers a stream with one Message and no task: the form says so (it said "task unknown")."""
+    req = Requester("form-user", unit=unit, broker=broker_url, seed=8)
+    form = SendForm(req, ["echo"], text="hello stream")
+    form.stream.value = True
+    form.button.click()
+    assert form.wait(15)
+    assert form.lines == ["→ SendStreamingMessage to echo: “hello stream”", "← echo: message “echo: hello stream”",
+                          "■ stream ended: message reply (the agent made no task), 1 event(s)"]
+    assert form.follow_up.disabled and form.errors == 0
+
+
 def test_send_form_blocking_send_to_the_desk_reports_the_handover(broker_url, unit, cast):
     req = Requester("form-user", unit=unit, broker=broker_url, seed=3)
     form = SendForm(req, ["ticket-desk"], text=TICKET_TEXT)
