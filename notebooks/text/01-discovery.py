@@ -404,8 +404,9 @@ lesson01.online_with_tag(usable_now, disco, "root-cause-analysis")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 usable_now = disco.find(tags=["root-cause-analysis"], online_only=True)
-lesson01.online_with_tag(usable_now, disco, "root-cause-analysis")
+reference(lesson01.online_with_tag(usable_now, disco, "root-cause-analysis"))
 
 # %% [markdown]
 # **Exercise 2.** Which `a2a-status-source` does the backup desk's card carry now? Read it from the
@@ -417,8 +418,9 @@ lesson01.crashed_source(source, disco, "backup-desk")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 source = disco.get("backup-desk").status_source
-lesson01.crashed_source(source, disco, "backup-desk")
+reference(lesson01.crashed_source(source, disco, "backup-desk"))
 
 
 # %% [markdown]

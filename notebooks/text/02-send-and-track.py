@@ -430,9 +430,10 @@ lesson02.answered_on_the_same_task(answer, waiting, coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 waiting = coordinator.send("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
 answer = coordinator.continue_task(waiting, REPRO_TEXT)
-lesson02.answered_on_the_same_task(answer, waiting, coordinator)
+reference(lesson02.answered_on_the_same_task(answer, waiting, coordinator))
 
 
 # %% [markdown]

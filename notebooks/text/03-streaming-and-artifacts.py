@@ -426,25 +426,34 @@ def add_chunk(artifacts, update):
 
 lesson03.aggregation_rule(add_chunk, stream)
 
-
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 def add_chunk(artifacts, update):
     artifact = update["artifact"]
     before = artifacts.get(artifact["artifactId"], []) if update.get("append") else []
     artifacts[artifact["artifactId"]] = before + artifact["parts"]
 
 
-lesson03.aggregation_rule(add_chunk, stream)
+reference(lesson03.aggregation_rule(add_chunk, stream))
+
 
 # %% [markdown]
-# ## Step 9. Clean up
+# ## Step 9. Clean up, when you are done
+#
+# *Run All* leaves the agents running, so the exercise above still works when you come back to it:
+# this cell only defines `clean_up()`. Call it when you are done.
 
 # %%
-desk.stop()
-echo.stop()
-exporter.stop()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+def clean_up():
+    """Stop the agents and the exporter, and close this notebook's MQTT sessions."""
+    desk.stop()
+    echo.stop()
+    exporter.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+print("the agents keep running for the exercises: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary

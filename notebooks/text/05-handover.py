@@ -507,8 +507,9 @@ lesson05.reroute_cause(cause, coordinator, doomed.task_id)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 cause = moves[(moves["case"] == "unreachable") & (moves["from"] == analyst.agent)]["cause"].iloc[0]
-lesson05.reroute_cause(cause, coordinator, doomed.task_id)
+reference(lesson05.reroute_cause(cause, coordinator, doomed.task_id))
 
 # %% [markdown]
 # **Send the follow-up yourself.** A desk that hands over at once again; the cell sends it a new
@@ -531,11 +532,12 @@ lesson05.follow_up_topic(topic, mine, coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 mine = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
 mine.wait()
 reply = coordinator.continue_task(mine, REPRO_TEXT)
 topic = reply.attempts[0].topic
-lesson05.follow_up_topic(topic, mine, coordinator)
+reference(lesson05.follow_up_topic(topic, mine, coordinator))
 
 
 # %% [markdown]

@@ -557,8 +557,9 @@ lesson06.resent_verbatim(resend, heard)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 resend = hasty.send("forgetful-analyst", message=ticket)
-lesson06.resent_verbatim(resend, heard)
+reference(lesson06.resent_verbatim(resend, heard))
 
 # %% [markdown]
 # **Tell the two -32004s apart.** A desk with a single analyst slot, busy with one ticket, refuses a
@@ -587,13 +588,13 @@ def is_profile_error(err):
 
 lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy)
 
-
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 def is_profile_error(err):
     return isinstance(err.data, dict) and "a2a_error" in err.data
 
-lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy)
+reference(lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy))
 
 
 # %% [markdown]

@@ -571,10 +571,11 @@ lesson07.fallback(answer_fallback, df, TASKS)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 row = rv[rv["cause"] == "fallback"].iloc[0]
 before = rv[(rv["task_id"] == row["task_id"]) & (rv["i"] < row["i"])].iloc[-1]
 answer_fallback = (row["scenario"], before["target"], row["target"])
-lesson07.fallback(answer_fallback, df, TASKS)
+reference(lesson07.fallback(answer_fallback, df, TASKS))
 
 # %% [markdown]
 # **The slowest first reply.** Which request waited longest for its first reply, and what was
@@ -587,9 +588,10 @@ lesson07.slowest_first_reply(answer_slowest, df)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 slowest = lat.loc[lat["latency_s"].idxmax()]
 answer_slowest = (int(slowest["i"]), slowest["method"])
-lesson07.slowest_first_reply(answer_slowest, df)
+reference(lesson07.slowest_first_reply(answer_slowest, df))
 
 # %% [markdown]
 # ## Step 12. Clean up

@@ -379,24 +379,32 @@ lesson09.follow_up_topic(reply, topic, bridge)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 mine = {"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": {
     "role": "ROLE_USER", "messageId": "web-tck4821-m-3", "parts": [{"text": TICKET_TEXT}]}}}
 reply = http.post(bridge.url, json=mine).json()
 topic = bridge.requester.routing.target(reply["result"]["task"]["id"]).topic
-print("your task went to", topic)
-lesson09.follow_up_topic(reply, topic, bridge)
+reference(lesson09.follow_up_topic(reply, topic, bridge))
+
 
 # %% [markdown]
-# ## Step 9. Clean up
+# ## Step 9. Clean up, when you are done
 #
-# The bridge stops its HTTP server and ends any stream still open; then the agents stop.
+# The exercise needs the bridge and the desk, so *Run All* leaves them running: this cell only
+# defines `clean_up()`. Call it when you are done: the bridge stops its HTTP server and ends any
+# stream still open; then the agents stop.
 
 # %%
-http.close()
-bridge.stop()
-tap.close()
-desk.stop()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+def clean_up():
+    """Stop the bridge (its HTTP server and streams), the tap and the desk; close the MQTT sessions."""
+    http.close()
+    bridge.stop()
+    tap.close()
+    desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+print("the bridge and the desk keep running for the exercise: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary
