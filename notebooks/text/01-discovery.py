@@ -58,6 +58,8 @@ from a2a_nb import Discovery, Responder, Session, TicketDesk, as_described, said
 from a2a_nb.protocol import card_schema, cards, topics
 from a2a_nb.story.cast import echo_card, echo_handler
 
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
+
 desk = TicketDesk(handover="first-reply", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 print(desk.desk)

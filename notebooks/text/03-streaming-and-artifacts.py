@@ -59,11 +59,13 @@ import a2a_nb
 from a2a_nb import Requester, Responder, TicketDesk
 from a2a_nb.protocol import messages, properties, states
 from a2a_nb.protocol.artifacts import ArtifactSet
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.story import analysis, ticket_data
 from a2a_nb.story.cast import REPORT_ID, echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 desk = TicketDesk(handover="none", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 coordinator = Requester("coordinator", seed=4821)
@@ -122,7 +124,7 @@ def event_row(ev):
         row.update({"artifact id": art["artifactId"], "append": ev.data.get("append", False),
                     "lastChunk": ev.data.get("lastChunk", False),
                     "parts": ", ".join("data" if "data" in p else "text" for p in art["parts"])})
-    row["Correlation Data"] = ev.mqtt.correlation_data.decode()[:12] + "…"
+    row["Correlation Data"] = readable_correlation(ev.mqtt.correlation_data, 16)
     return row
 
 events = pd.DataFrame([event_row(ev) for ev in stream.events])

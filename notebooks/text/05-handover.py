@@ -60,10 +60,12 @@ import a2a_nb
 from a2a_nb import RequestTap, Requester, RetryProfile, TicketDesk, as_described, said
 from a2a_nb.notebook.routing_table import routing_snapshot, routing_table_view
 from a2a_nb.protocol import MqttMessage, states, topics
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.protocol.retry import DEFAULT
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 90)
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 
 desk = TicketDesk(handover="first-reply", seed=4821)
 QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_attempts=3,
@@ -177,7 +179,7 @@ as_described(said("its first stream item is the task snapshot, submitted",
 handover = next(e for e in stream.events if e.reroute is not None)
 packet = handover.mqtt
 print("published on:     ", packet.topic)
-print("Correlation Data: ", packet.correlation_data.hex()[:16] + "…", "(the request's)")
+print("Correlation Data: ", readable_correlation(packet.correlation_data, 16), "(the request's)")
 echoed = handover.data.get("taskId") or handover.data.get("id")  # an event's taskId, a Task's id
 print("item:             ", handover.kind)
 print("Task.id echoed:   ", echoed == task_id)

@@ -88,6 +88,7 @@ from a2a_nb.story.cast import desk_card
 from a2a_nb.story.scenarios import TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 100)
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 QUICK = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.1,))
 print("ready")
 

@@ -65,9 +65,11 @@ import pandas as pd
 import a2a_nb
 from a2a_nb import Bridge, Requester, Session, TicketDesk, as_described, said
 from a2a_nb.protocol import properties, topics
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 desk = TicketDesk(seed=4821)
 coordinator = Requester("coordinator", seed=4821)
 
@@ -231,7 +233,7 @@ pd.DataFrame([
     {"": "where the request goes", "MQTT": bridged_msg.topic, "HTTP": f"POST {bridge.url}"},
     {"": "how the reply finds its way back", "MQTT": f"Response Topic {bridged_msg.response_topic}",
      "HTTP": "the same TCP connection"},
-    {"": "which request it answers", "MQTT": f"Correlation Data {bridged_msg.correlation_data.decode()[:16]}…",
+    {"": "which request it answers", "MQTT": f"Correlation Data {readable_correlation(bridged_msg.correlation_data, 16)}",
      "HTTP": "the response to this request"},
     {"": "delivery", "MQTT": f"QoS {bridged_msg.qos}, PUBACK; expires after {bridged_msg.message_expiry} s",
      "HTTP": f"HTTP {http_response.status_code}, {http_response.headers['content-type']}"},

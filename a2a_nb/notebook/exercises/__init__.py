@@ -23,6 +23,8 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from ..display import NO_MATH
+
 __all__ = ["Feedback", "right", "not_yet", "unanswered", "reference", "Reference", "ReferenceNotRight"]
 
 
@@ -43,7 +45,7 @@ class Feedback:
     def _repr_html_(self) -> str:
         colour = "#2e7d32" if self.right else "#ef6c00"
         mark = "✓ right" if self.right else "✗ not yet"
-        return (f'<div style="border-left:4px solid {colour};padding:2px 8px;background:rgba(128,128,128,0.08)">'
+        return (f'<div class="{NO_MATH}" style="border-left:4px solid {colour};padding:2px 8px;background:rgba(128,128,128,0.08)">'
                 f"<b>{html.escape(self.exercise)}</b>: <b style=\"color:{colour}\">{mark}</b>: "
                 f"{html.escape(self.message)}</div>")
 
@@ -82,7 +84,7 @@ class Reference:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return ('<details style="border-left:4px solid #2e7d32;padding:2px 8px;background:rgba(128,128,128,0.08)">'
+        return (f'<details class="{NO_MATH}" style="border-left:4px solid #2e7d32;padding:2px 8px;background:rgba(128,128,128,0.08)">'
                 f"<summary><b>{html.escape(self.feedback.exercise)}</b>: ✓ the reference answer checks out "
                 "(click to show what the check says; the answer is the cell's hidden code)</summary>"
                 f"{html.escape(self.feedback.message)}</details>")
