@@ -20,8 +20,10 @@
 # tickets itself: for each ticket it hands the task to an **analyst instance** with its own MQTT
 # client ID and no card. The analyst's replies say so with the [user property](glossary.md#User-property)
 # `a2a-responder-agent-id`, and from then on the coordinator sends everything about that task
-# **directly to the analyst**. This is the profile's *Optional Task Handover*, told as **user story
-# 07**; this lesson walks through it step by step and then through its failure cases.
+# **directly to the analyst**. This is the profile's *Optional Task Handover*. The profile tells
+# each of its features as a numbered *user story*, a short scenario with the steps it takes and the
+# rules it checks; the handover is **user story 07**. This lesson walks through it step by step and
+# then through its failure cases.
 #
 # ## What you will learn
 # - the six steps of user story 07 on a real broker: the reply that carries
@@ -422,13 +424,16 @@ as_described(
 # ## Step 8. The whole routing table
 #
 # Four tasks, the four outcomes of user story 07: one row per task, and every reroute.
+# `away from the card agent` says where a task's requests go **now**; `reroutes` counts every move
+# on the way. So the unreachable analyst's task is not away from the card agent although it moved
+# twice: handed over, then back to the desk by the fallback.
 
 # %%
 whole = routing_snapshot(coordinator)
 case = {task_id: "story 07", plain.task_id: "no property", twice.task_id: "two handovers",
         doomed.task_id: "unreachable"}
 pd.DataFrame([{"case": case[r["task_id"]], "card agent": r["card"], "current agent": r["current"],
-               "rerouted": r["rerouted"], "reroutes": len(r["reroutes"])} for r in whole.rows])
+               "away from the card agent": r["rerouted"], "reroutes": len(r["reroutes"])} for r in whole.rows])
 
 # %%
 moves = pd.DataFrame([{"case": case[r["task_id"]], **{k: m[k] for k in ("cause", "from", "to", "detail")}}
@@ -436,7 +441,12 @@ moves = pd.DataFrame([{"case": case[r["task_id"]], **{k: m[k] for k in ("cause",
 moves
 
 # %%
-as_described(said("Four tasks, the four outcomes", sorted(case[r["task_id"]] for r in whole.rows), sorted(case.values())))
+unreachable = next(r for r in whole.rows if case[r["task_id"]] == "unreachable")
+as_described(
+    said("Four tasks, the four outcomes", sorted(case[r["task_id"]] for r in whole.rows), sorted(case.values())),
+    said("is not away from the card agent although it moved twice", (unreachable["rerouted"],
+         [m["cause"] for m in unreachable["reroutes"]]), (False, ["handover", "fallback"])),
+)
 
 # %% [markdown]
 # The same tasks from the wire, as the recorder heard them: one panel per task, one row per agent it

@@ -185,7 +185,8 @@ as_described(
 # Correlation Data, hoping the desk runs the ticket twice. The desk's replay cache remembers every
 # `jti` (a unique id inside the sealed content) until the payload expires, so it refuses the copy
 # with -32005. Its refusal is sealed to the coordinator; this notebook holds the coordinator's keys,
-# so it can read it.
+# so it can read it. The error's message reads *MQTT binding metadata invalid*, the profile's text
+# for this error, whose name (in `error.data`, under `a2a_error`) is `transport_protocol_error`.
 
 # %%
 import os
@@ -206,11 +207,16 @@ for _ in range(50):
         break
     time.sleep(0.05)
 print("the desk answered:", refusal["code"], refusal["message"])
+print("error.data:       ", refusal.get("data"))
 
 # %%
 as_described(
     said("it refuses the copy with -32005", refusal["code"], -32005),
     said("The desk's replay cache remembers every jti", "replayed" in refusal["message"], True),
+    said("The error's message reads MQTT binding metadata invalid", refusal["message"].split(":")[0],
+         "MQTT binding metadata invalid"),
+    said("whose name (in error.data, under a2a_error) is transport_protocol_error",
+         (refusal.get("data") or {}).get("a2a_error"), "transport_protocol_error"),
 )
 
 # %% [markdown]
