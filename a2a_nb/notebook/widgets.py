@@ -306,8 +306,8 @@ class SendForm:
                 self.log(f"← {who}: {ev.kind}")
         view = stream.view
         self._remember(view.task_id, view.context_id, view.state)
-        self.log(f"■ stream ended: task {states.short_name(view.state) if view.state else 'unknown'}, "
-                 f"{len(stream.events)} event(s)")
+        ended = f"task {states.short_name(view.state)}" if view.state else "a message, no task"
+        self.log(f"■ stream ended: {ended}, {len(stream.events)} event(s)")
 
     # -- display -----------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
