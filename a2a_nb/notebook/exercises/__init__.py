@@ -87,7 +87,7 @@ class Reference:
         return (f'<details class="{NO_MATH}" style="border-left:4px solid #2e7d32;padding:2px 8px;background:rgba(128,128,128,0.08)">'
                 f"<summary><b>{html.escape(self.feedback.exercise)}</b>: ✓ the reference answer checks out "
                 "(click to show what the check says; the answer is the cell's hidden code)</summary>"
-                f"{html.escape(self.feedback.message)}</details>")
+                f"<div>{html.escape(self.feedback.message)}</div></details>")
 
 
 def reference(feedback: Feedback) -> Reference:
