@@ -538,7 +538,7 @@ pd.DataFrame([
 # gets. The cell below sends the ticket once, and it times out:
 
 # %%
-ONE_TRY = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=0.5, max_attempts=1, backoff_s=(0.05,))
+ONE_TRY = RetryProfile(reply_first_timeout_s=1.5, stream_idle_timeout_s=1.5, max_attempts=1, backoff_s=(0.05,))
 hasty = Requester("hasty-coordinator", seed=4830, retry=ONE_TRY)
 forgetful, heard = flaky_agent("forgetful-analyst")
 ticket = hasty.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="hasty-tck4821-m-1")
