@@ -25,7 +25,7 @@ from ..mqtt.session import Session, SessionError
 from ..protocol import errors, jsonrpc, messages, properties, states, topics
 from ..protocol import ubsp as ubsp_rules
 from ..protocol.errors import A2AError
-from ..protocol.ids import IdSource
+from ..protocol.ids import IdSource, readable_correlation
 from ..protocol.packet import MqttMessage, encode_json
 from ..protocol.retry import DEFAULT, RetryProfile, next_delay
 from ..protocol.routing import Address, Reroute, RoutingTable, silence_reason
@@ -66,7 +66,9 @@ class ProtocolError(A2ANbError, RuntimeError):
 
 @dataclass
 class Attempt:
-    """One publish of a logical operation (what the notebooks show as a table)."""
+    """One publish of a logical operation (what the notebooks show as a table). ``correlation`` is
+    its Correlation Data as every view shows it (``ids.readable_correlation``: the kit's 32 hex
+    digits, the very characters on the wire)."""
 
     number: int
     topic: str
@@ -343,7 +345,7 @@ class Requester:
         with self._lock:
             self._inflight[corr] = call
         call.correlations.append(corr)
-        att = Attempt(len(call.attempts) + 1, target.topic, corr.hex(), time.time())
+        att = Attempt(len(call.attempts) + 1, target.topic, readable_correlation(corr), time.time())
         call.attempts.append(att)
         self.stats.sent += 1
         call.refused = False
@@ -459,7 +461,7 @@ class Requester:
 
     def _answered(self, call: _Call, first: MqttMessage) -> MqttMessage:
         """Mark the attempt whose Correlation Data the first reply echoes (maybe an earlier one)."""
-        corr = first.correlation_data.hex() if first.correlation_data else None
+        corr = readable_correlation(first.correlation_data) if first.correlation_data else None
         for att in call.attempts:
             if att.correlation == corr:
                 att.outcome = "answered" if att is call.attempts[-1] else "answered (late)"

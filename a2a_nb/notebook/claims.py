@@ -9,9 +9,11 @@ which quotes the words of the text it checks:
         said("(16) every time", {a.reason_code for a in ack.attempts}, {16}),
     )
 
-Run, each check compares what the output holds with what the text says and prints one line,
-``✓ as described: Three attempts (3)``; a mismatch raises :class:`NotAsDescribed`, so Run All,
-the notebook build and nbval stop at the cell where text and output part. The other direction is
+Run, each check compares what the output holds with what the text says; the cell prints one quiet
+line for all of them, ``✓ as described: Three attempts · (16) every time`` (the values are in the
+output above it). A mismatch raises :class:`NotAsDescribed`, naming the words and both values, so
+Run All, the notebook build and nbval stop at the cell where text and output part. Lesson 00 tells
+the learner what these lines are. The other direction is
 ``tests/notebooks/test_prose_claims.py``: every quote must be words of the text above the check,
 and every number, agent name and task state the text of a step states must be quoted by one of
 the step's checks. Changing the text without its check, or the output without the text, fails.
@@ -65,14 +67,14 @@ def said(quote: str, actual: Any, expected: Any, *, within: Optional[float] = No
 
 
 def as_described(*facts: Said) -> None:
-    """Print ``✓ as described: ...`` for each fact; raise :class:`NotAsDescribed` naming every fact
-    whose output differs from the text."""
+    """Print one line, ``✓ as described: `` and the quotes of the facts that hold; raise
+    :class:`NotAsDescribed` naming every fact whose output differs from the text."""
     if not facts:
         raise ValueError("as_described() needs at least one said(...)")
     wrong = [f for f in facts if not f.holds]
-    for f in facts:
-        if f.holds:
-            print(f.line())
+    held = [f.quote for f in facts if f.holds]
+    if held:
+        print("✓ as described: " + " · ".join(held))
     if wrong:
         raise NotAsDescribed("\n".join(f.line() for f in wrong))
 

@@ -20,6 +20,16 @@ CELL_CHARS = 60
 """A peer's text (name, skill id, tag, problem) is cut to this many characters in a cell."""
 
 
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""The classes JupyterLab's MathJax leaves alone (the ones pandas gives its tables)."""
+
+
+def no_math(body: str) -> str:
+    """HTML that JupyterLab must show as it is: MQTT topics start with ``$`` (``$a2a/...``), and
+    two of them in one output would otherwise be typeset as math, the text between them in italics."""
+    return f'<div class="{NO_MATH}">{body}</div>'
+
+
 def cell_text(text: Any, limit: int = CELL_CHARS) -> str:
     """A peer's text for a cell: invisible characters (a right-to-left override, ESC) shown escaped,
     cut to ``limit`` characters (``safe_text``), then HTML-escaped."""
@@ -85,7 +95,7 @@ def agents_table_html(entries, highlight_tags=(), max_rows: int = TABLE_ROWS) ->
             f"<td style='text-align:left'>{verdict}</td></tr>")
     more = (f"<p><small>… and {len(entries) - max_rows} more agent(s) not shown</small></p>"
             if len(entries) > max_rows else "")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
+    return no_math(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}")
 
 
 # -- one MQTT message: its v5 properties next to its JSON payload ----------------------------------
@@ -119,10 +129,10 @@ def mqtt_side_by_side_html(msg, limit: int = 6000) -> str:
     props = "".join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
                     f"<td style='text-align:left'><code>{html.escape(v)}</code></td></tr>"
                     for k, v in mqtt_properties_rows(msg))
-    return ("<table><thead><tr><th style='text-align:left'>JSON payload (A2A)</th>"
-            "<th style='text-align:left'>MQTT v5 packet (the binding)</th></tr></thead><tbody><tr>"
-            f"<td style='vertical-align:top;text-align:left'>{body}</td>"
-            f"<td style='vertical-align:top'><table>{props}</table></td></tr></tbody></table>")
+    return no_math("<table><thead><tr><th style='text-align:left'>JSON payload (A2A)</th>"
+                   "<th style='text-align:left'>MQTT v5 packet (the binding)</th></tr></thead><tbody><tr>"
+                   f"<td style='vertical-align:top;text-align:left'>{body}</td>"
+                   f"<td style='vertical-align:top'><table>{props}</table></td></tr></tbody></table>")
 
 
 def publish_bytes_html(msg, mid: int = 1, short: int = 6) -> str:
@@ -141,5 +151,5 @@ def publish_bytes_html(msg, mid: int = 1, short: int = 6) -> str:
                     f"<td style='text-align:left'><code>{html.escape(f.says)}</code></td></tr>")
         offset += len(f.data)
     head = "".join(f"<th style='text-align:left'>{h}</th>" for h in ("byte", "hex", "piece", "what it says"))
-    return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<small>{offset} bytes in all (MQTT v5 §3.3 PUBLISH)</small>")
+    return no_math(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+                   f"<small>{offset} bytes in all (MQTT v5 §3.3 PUBLISH)</small>")

@@ -42,7 +42,7 @@ from ..protocol.states import is_state
 from ..traffic.charts import SMALL, message_label, sequence_chart
 from ..traffic.frame import Source, load_traffic, new_responders, routing_view, short_state, state_transitions
 from ..traffic.records import from_record
-from .display import cell_text, mqtt_properties_rows
+from .display import cell_text, mqtt_properties_rows, no_math
 from .widgets import offline_note, widget_bundle
 
 HIGHLIGHT_RGB = np.array([255, 214, 102], dtype=np.uint16)  # the current message's row, multiplied in
@@ -387,7 +387,7 @@ class TrafficPlayer:
     def show(self, i: int) -> None:
         """Render message ``#i`` into the view and the chart (what the slider does)."""
         i = _check(self.steps, i)
-        self.view.value = step_html(self.steps, i)
+        self.view.value = no_math(step_html(self.steps, i))
         self.chart.value = self.chart_png(i)
 
     def text(self, i: Optional[int] = None) -> str:
@@ -472,7 +472,7 @@ class TrafficPlayer:
 
     # -- display -----------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
-        return steps_table_html(self.steps, self.fallback_rows)
+        return no_math(steps_table_html(self.steps, self.fallback_rows))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return widget_bundle(self.widget, self._repr_html_(), repr(self))

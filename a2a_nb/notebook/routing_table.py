@@ -28,6 +28,7 @@ from typing import Any, Iterable, Optional
 import ipywidgets as W
 
 from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED, Address, RoutingTable
+from .display import no_math
 from .widgets import offline_note, widget_bundle
 
 CAUSE_COLOURS = {HANDOVER: "#1e88e5", FALLBACK: "#fb8c00", POOL_ASSIGNED: "#8e24aa"}
@@ -135,8 +136,8 @@ class RoutingSnapshot:
         return sum(len(r["reroutes"]) for r in self.rows)
 
     def _repr_html_(self) -> str:
-        return (f"<div><small>routing table snapshot: {_counts(list(self.rows))} (it does not change "
-                f"afterwards)</small>{self.html}</div>")
+        return no_math(f"<small>routing table snapshot: {_counts(list(self.rows))} (it does not change "
+                       f"afterwards)</small>{self.html}")
 
     def __repr__(self) -> str:
         lines = [f"<routing table snapshot: {_counts(list(self.rows))}>"]
@@ -209,7 +210,7 @@ class RoutingTableView:
             self.last_html = self.render()
             self._seen = self.signature()
             self.caption.value = caption
-            self.html.value = self.last_html
+            self.html.value = no_math(self.last_html)
             self.refreshes += 1
 
     # -- auto refresh ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any, Optional, Union
 from ..mqtt.broker import BrokerEndpoint
 from ..mqtt.session import Session
 from ..protocol import topics
+from ..protocol.ids import readable_correlation
 from ..protocol.bounded_json import loads_bounded
 from ..protocol.packet import MqttMessage
 from ..protocol.safe_text import safe_text
@@ -21,14 +22,9 @@ MAX_PAYLOAD = 1 << 20
 
 
 def correlation_text(data: Optional[bytes]) -> str:
-    """Correlation Data as a learner reads it: the text when it is UTF-8 (the kit sends text),
-    else its bytes in hex."""
-    if not data:
-        return ""
-    try:
-        return safe_text(data.decode("utf-8"), 80)
-    except UnicodeDecodeError:
-        return data.hex()
+    """Correlation Data as every view shows it (``ids.readable_correlation``), at most 80 characters;
+    empty when there is none."""
+    return readable_correlation(data, 80) if data else ""
 
 
 def request_row(m: MqttMessage) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from IPython import get_ipython
 
 from ..agents.discovery import skill_tags
 from ..protocol import messages, states
-from .display import agents_table_html, cell_text
+from .display import agents_table_html, cell_text, no_math
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -125,7 +125,7 @@ class DiscoveryBrowser:
         if self.tags:
             caption += f" with skill tags {', '.join(f'<b>{cell_text(t)}</b>' for t in self.tags)}"
         caption += "</small></p>"
-        return caption + agents_table_html(entries, self.tags)
+        return no_math(caption + agents_table_html(entries, self.tags))
 
     def refresh(self) -> None:
         """Rebuild the table (thread-safe: may run on paho's network thread)."""
@@ -133,7 +133,7 @@ class DiscoveryBrowser:
             tags = self.known_tags()
             shown = ", ".join(cell_text(t) for t in tags[:KNOWN_TAGS])
             more = f" and {len(tags) - KNOWN_TAGS} more" if len(tags) > KNOWN_TAGS else ""
-            self.known.value = f"<small>known tags: {shown or 'none yet'}{more}</small>"
+            self.known.value = no_math(f"<small>known tags: {shown or 'none yet'}{more}</small>")
             self.table.value = self.render()
             self.updates += 1
 

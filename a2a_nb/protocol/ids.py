@@ -97,12 +97,15 @@ def is_uuid4(s: object) -> bool:
     return isinstance(s, str) and _UUID4_RE.fullmatch(s) is not None
 
 
-def readable_correlation(data: bytes) -> str:
-    """Correlation Data as a person reads it: the text itself when it is printable ASCII (the
-    kit's own, and what most implementations send), else ``0x`` and its hex digits."""
-    if data and all(0x20 < b < 0x7F for b in data):
-        return data.decode("ascii")
-    return "0x" + data.hex()
+def readable_correlation(data: bytes, width: Optional[int] = None) -> str:
+    """Correlation Data as a person reads it, the one form every view of the kit shows: the text
+    itself when it is printable ASCII (the kit's own are 32 hex digits, sent as those 32 ASCII
+    characters; most implementations send text), else ``0x`` and its hex digits. ``width``: at
+    most that many characters, then ``…`` (a short form for tables)."""
+    shown = data.decode("ascii") if data and all(0x20 < b < 0x7F for b in data) else "0x" + data.hex()
+    if width is not None and len(shown) > width:
+        return shown[:max(width, 1)] + "…"
+    return shown
 
 
 _VERSION_4 = 0x4 << 76  # the version nibble (RFC 9562, section 4.2)

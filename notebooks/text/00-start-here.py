@@ -61,10 +61,15 @@ endpoint = broker.resolve()
 print("broker URL:", endpoint.url)
 
 # %% [markdown]
+# The `?inflight=0` after the port is not part of the address: it tells the kit's MQTT client how
+# many [QoS 1](glossary.md#QoS-1) messages it may have on their way at once, still waiting for the
+# broker's acknowledgement. The kit's own Mosquitto takes any number, and `0` means "no limit"; a
+# broker named by `A2A_BROKER_URL` gets a limit most brokers accept, unless its URL says `?inflight=N`.
+#
 # Is it answering? A `Session` is one MQTT v5 client. Its client ID follows the profile's pattern
 # `{org}/{unit}/{agent}`; the story's organisation is `acme`, its unit `support`.
 #
-# We publish with [QoS 1](glossary.md#QoS-1), so the broker acknowledges every message with a
+# We publish with QoS 1, so the broker acknowledges every message with a
 # [PUBACK](glossary.md#PUBACK-reason-codes) that carries a **reason code**. Code 16, *No matching
 # subscribers*, is not an error: the broker took the message but nobody was subscribed to that topic.
 # It is the cheapest hint that nobody is listening.
@@ -111,12 +116,17 @@ as_described(said("answers Success", heard.reason, "Success"),
 # [retained](glossary.md#Retained-message) [Agent Card](glossary.md#Agent-Card) (lesson 01); the
 # analysts the desk spawns do not: the coordinator learns about them from the replies themselves (a
 # [user property](glossary.md#User-property) named `a2a-responder-agent-id`, lesson 02).
+#
+# The tables are pandas DataFrames. Every lesson that shows them first asks for whole cells
+# (`display.max_colwidth`) and for no math (`display.html.use_mathjax`): every A2A topic starts
+# with `$`, and JupyterLab would typeset the text between a pair of `$` in a table as a formula.
 
 # %%
 import pandas as pd
 from a2a_nb.protocol import ids
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 
 cast = pd.DataFrame([
     {"agent": "coordinator", "role": "requester (A2A client)", "card": "no",
@@ -262,10 +272,17 @@ as_described(said("No matching subscribers while the probe holds only #", only_h
 #
 # Every lesson has the same frame: *What you will learn*, *Time needed*, *Prerequisites*, numbered
 # steps, a *Summary* and *What's next*; lessons 01-10 end with a step *Your turn*: short exercises
-# with a check that tells you whether your answer is right. Each lesson starts the agents it needs,
-# so you can open any lesson on its own and run it top to bottom. A lesson with a widget to play with
-# (lessons 01 and 02) keeps its agents running after *Run All* and defines `clean_up()` in its last
-# step, for you to call when you are done; the others stop their agents in their last cell.
+# with a check that tells you whether your answer is right, and under each exercise a reference
+# answer, folded away: click it open once you have tried. Each lesson starts the agents it needs,
+# so you can open any lesson on its own and run it top to bottom. *Run All* leaves them running,
+# so the widgets and the exercises still work when you come back to them: the last step of each
+# lesson defines `clean_up()`, for you to call when you are done (or shut the kernel down).
+# Lesson 07 opens no connection at all: it replays a recording.
+#
+# Under many outputs a short cell prints one line that starts with `✓ as described:` and quotes
+# the text above. It checks the words of the text above against the output it describes, so a
+# lesson can never tell you something its output does not show. You can read past these lines; if
+# one ever fails, *Run All* stops there and the error names the words and the value that differ.
 #
 # Words in links, such as [QoS 1](glossary.md#QoS-1), open the [glossary](glossary.md) at their
 # entry: one short page with every term the lessons use and the lesson that shows it.
@@ -276,11 +293,13 @@ as_described(said("No matching subscribers while the probe holds only #", only_h
 # sequenceDiagram
 #     participant U as User
 #     participant C as Coordinator (A2A client)
-#     participant S as Ticket analyst (A2A server)
+#     participant D as Ticket desk (A2A server, with a card)
+#     participant S as Analyst (spawned by the desk, no card)
 #     U->>C: "What is wrong with this ticket?"
-#     C->>S: read the retained Agent Card (discovery)
-#     C->>S: SendMessage (analysis request, messageId coord-tck4821-m-1)
-#     S-->>C: Task(WORKING)
+#     C->>D: read the desk's retained Agent Card (discovery)
+#     C->>D: SendMessage (analysis request, messageId coord-tck4821-m-1)
+#     D->>S: hands the ticket over
+#     S-->>C: Task(WORKING), a2a-responder-agent-id names the analyst
 #     S-->>C: Task(INPUT_REQUIRED): missing reproduction steps
 #     C->>S: SendMessage (supplement, messageId coord-tck4821-m-2, same taskId and contextId)
 #     S-->>C: Task(WORKING)

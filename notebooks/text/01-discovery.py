@@ -58,6 +58,8 @@ from a2a_nb import Discovery, Responder, Session, TicketDesk, as_described, said
 from a2a_nb.protocol import card_schema, cards, topics
 from a2a_nb.story.cast import echo_card, echo_handler
 
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
+
 desk = TicketDesk(handover="first-reply", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 print(desk.desk)
@@ -404,8 +406,9 @@ lesson01.online_with_tag(usable_now, disco, "root-cause-analysis")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 usable_now = disco.find(tags=["root-cause-analysis"], online_only=True)
-lesson01.online_with_tag(usable_now, disco, "root-cause-analysis")
+reference(lesson01.online_with_tag(usable_now, disco, "root-cause-analysis"))
 
 # %% [markdown]
 # **Exercise 2.** Which `a2a-status-source` does the backup desk's card carry now? Read it from the
@@ -417,8 +420,9 @@ lesson01.crashed_source(source, disco, "backup-desk")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 source = disco.get("backup-desk").status_source
-lesson01.crashed_source(source, disco, "backup-desk")
+reference(lesson01.crashed_source(source, disco, "backup-desk"))
 
 
 # %% [markdown]

@@ -59,10 +59,12 @@ import a2a_nb
 from a2a_nb import Requester, Responder, TicketDesk
 from a2a_nb.notebook.display import mqtt_side_by_side_html, publish_bytes_html
 from a2a_nb.protocol import IdSource, MqttMessage, encode_json, ids, jsonrpc, messages, states, topics
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 desk = TicketDesk(handover="first-reply", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 coordinator = Requester("coordinator", seed=4821)
@@ -97,9 +99,10 @@ print("Task.id is a UUIDv4 made by the requester:", ids.is_uuid4(message["taskId
 #
 # - the **topic**: the desk's request topic (named in its card);
 # - the **MQTT v5 properties**: a [*Response Topic*](glossary.md#Response-Topic) (where to answer),
-#   *Correlation Data* (the 32 hex digits of 16 random bytes, sent as text: they come back with the
-#   reply and match it to this request; any bytes would do, but text is what other implementations
-#   can read) and a *Message Expiry Interval* (a request nobody takes in time is dropped by the broker);
+#   *Correlation Data* (the 32 hex digits of 16 random bytes, sent as those 32 characters of text:
+#   they come back with the reply and match it to this request; any bytes would do, but text is
+#   what other implementations can read; every lesson shows them as they are sent, with
+#   `readable_correlation`) and a *Message Expiry Interval* (a request nobody takes in time is dropped by the broker);
 # - the **payload**: a JSON-RPC 2.0 request with method `SendMessage` and the message as params.
 
 # %%
@@ -114,7 +117,7 @@ preview = MqttMessage(
 )
 print("PUBLISH to      ", preview.topic, "(QoS 1)")
 print("Response Topic  ", preview.response_topic)
-print("Correlation Data", preview.correlation_data.decode())
+print("Correlation Data", readable_correlation(preview.correlation_data))
 print("Message Expiry  ", preview.message_expiry, "s")
 print("user properties ", preview.user_properties or "none")
 print(json.dumps(envelope, indent=2))
@@ -272,8 +275,8 @@ print("conclusion:", messages.text_of(final["status"]["message"]))
 # %%
 packet = reply.mqtt
 print("topic:            ", packet.topic)
-print("Correlation Data: ", packet.correlation_data.decode())
-print("sent with request:", reply.attempts[-1].correlation == packet.correlation_data.hex())
+print("Correlation Data: ", readable_correlation(packet.correlation_data))
+print("sent with request:", reply.attempts[-1].correlation == readable_correlation(packet.correlation_data))
 print("user properties:  ", packet.user_properties)
 
 # %%
@@ -430,9 +433,10 @@ lesson02.answered_on_the_same_task(answer, waiting, coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 waiting = coordinator.send("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
 answer = coordinator.continue_task(waiting, REPRO_TEXT)
-lesson02.answered_on_the_same_task(answer, waiting, coordinator)
+reference(lesson02.answered_on_the_same_task(answer, waiting, coordinator))
 
 
 # %% [markdown]

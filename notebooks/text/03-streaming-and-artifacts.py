@@ -59,11 +59,13 @@ import a2a_nb
 from a2a_nb import Requester, Responder, TicketDesk
 from a2a_nb.protocol import messages, properties, states
 from a2a_nb.protocol.artifacts import ArtifactSet
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.story import analysis, ticket_data
 from a2a_nb.story.cast import REPORT_ID, echo_card, echo_handler
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 desk = TicketDesk(handover="none", seed=4821)
 echo = Responder("echo", echo_handler, card=echo_card())
 coordinator = Requester("coordinator", seed=4821)
@@ -122,7 +124,7 @@ def event_row(ev):
         row.update({"artifact id": art["artifactId"], "append": ev.data.get("append", False),
                     "lastChunk": ev.data.get("lastChunk", False),
                     "parts": ", ".join("data" if "data" in p else "text" for p in art["parts"])})
-    row["Correlation Data"] = ev.mqtt.correlation_data.decode()[:12] + "…"
+    row["Correlation Data"] = readable_correlation(ev.mqtt.correlation_data, 16)
     return row
 
 events = pd.DataFrame([event_row(ev) for ev in stream.events])
@@ -406,6 +408,19 @@ print(f"artifact bytes on the wire: binary {wire_bytes(binary, 'binaryChunk')}, 
       f"JSON {wire_bytes(as_json, 'artifactUpdate')}")
 
 # %% [markdown]
+# Base64 alone makes the bytes a third bigger (step 7); most of the difference is the JSON each
+# chunk travels in: the JSON-RPC envelope, the task's ids, the artifact's id and name, once per
+# chunk. A binary chunk carries those in user properties, and its payload is the bytes alone.
+
+# %%
+as_described(
+    said("Base64 alone makes the bytes a third bigger", len(base64.b64encode(CSV)) / len(CSV), 4 / 3, within=1.02),
+    said("most of the difference is the JSON each chunk travels in",
+         wire_bytes(as_json, "artifactUpdate") - len(base64.b64encode(CSV)) > len(base64.b64encode(CSV)) - len(CSV), True),
+    said("its payload is the bytes alone", wire_bytes(binary, "binaryChunk"), len(CSV)),
+)
+
+# %% [markdown]
 # ## Step 8. Your turn
 #
 # **Write the aggregation rule.** Complete `add_chunk(artifacts, update)`: `artifacts` is a dict
@@ -426,25 +441,34 @@ def add_chunk(artifacts, update):
 
 lesson03.aggregation_rule(add_chunk, stream)
 
-
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 def add_chunk(artifacts, update):
     artifact = update["artifact"]
     before = artifacts.get(artifact["artifactId"], []) if update.get("append") else []
     artifacts[artifact["artifactId"]] = before + artifact["parts"]
 
 
-lesson03.aggregation_rule(add_chunk, stream)
+reference(lesson03.aggregation_rule(add_chunk, stream))
+
 
 # %% [markdown]
-# ## Step 9. Clean up
+# ## Step 9. Clean up, when you are done
+#
+# *Run All* leaves the agents running, so the exercise above still works when you come back to it:
+# this cell only defines `clean_up()`. Call it when you are done.
 
 # %%
-desk.stop()
-echo.stop()
-exporter.stop()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+def clean_up():
+    """Stop the agents and the exporter, and close this notebook's MQTT sessions."""
+    desk.stop()
+    echo.stop()
+    exporter.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+print("the agents keep running for the exercises: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary

@@ -61,6 +61,7 @@ from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages,
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 desk = TicketDesk(handover="none", seed=4821)
 coordinator = Requester("coordinator", seed=4821)
 
@@ -298,11 +299,12 @@ lesson04.continues_the_task(continuation, question, coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 question = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
 question.wait()
 continuation = coordinator.new_message(REPRO_TEXT, task_id=question.task_id, context_id=question.view.context_id,
                                        message_id="coord-tck4821-m-7")
-lesson04.continues_the_task(continuation, question, coordinator)
+reference(lesson04.continues_the_task(continuation, question, coordinator))
 
 # %% [markdown]
 # **Exercise 2: which -32004?** The re-check of step 6 (`recheck`) has finished too. What does the
@@ -317,17 +319,27 @@ lesson04.finished_task_error(code, profile_error, recheck, coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 code = refused.code
 profile_error = errors.classify(refused).binding
-lesson04.finished_task_error(code, profile_error, recheck, coordinator)
+reference(lesson04.finished_task_error(code, profile_error, recheck, coordinator))
+
 
 # %% [markdown]
-# ## Step 9. Clean up
+# ## Step 9. Clean up, when you are done
+#
+# The exercises need the desk and the coordinator, so *Run All* leaves them running: this cell only
+# defines `clean_up()`. Call it when you are done.
 
 # %%
-tap.close()
-desk.stop()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+def clean_up():
+    """Stop the desk and close this notebook's MQTT sessions."""
+    tap.close()
+    desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+print("the agents keep running for the exercises: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary

@@ -20,8 +20,10 @@
 # tickets itself: for each ticket it hands the task to an **analyst instance** with its own MQTT
 # client ID and no card. The analyst's replies say so with the [user property](glossary.md#User-property)
 # `a2a-responder-agent-id`, and from then on the coordinator sends everything about that task
-# **directly to the analyst**. This is the profile's *Optional Task Handover*, told as **user story
-# 07**; this lesson walks through it step by step and then through its failure cases.
+# **directly to the analyst**. This is the profile's *Optional Task Handover*. The profile tells
+# each of its features as a numbered *user story*, a short scenario with the steps it takes and the
+# rules it checks; the handover is **user story 07**. This lesson walks through it step by step and
+# then through its failure cases.
 #
 # ## What you will learn
 # - the six steps of user story 07 on a real broker: the reply that carries
@@ -60,10 +62,12 @@ import a2a_nb
 from a2a_nb import RequestTap, Requester, RetryProfile, TicketDesk, as_described, said
 from a2a_nb.notebook.routing_table import routing_snapshot, routing_table_view
 from a2a_nb.protocol import MqttMessage, states, topics
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.protocol.retry import DEFAULT
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 90)
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 
 desk = TicketDesk(handover="first-reply", seed=4821)
 QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_attempts=3,
@@ -177,7 +181,7 @@ as_described(said("its first stream item is the task snapshot, submitted",
 handover = next(e for e in stream.events if e.reroute is not None)
 packet = handover.mqtt
 print("published on:     ", packet.topic)
-print("Correlation Data: ", packet.correlation_data.hex()[:16] + "…", "(the request's)")
+print("Correlation Data: ", readable_correlation(packet.correlation_data, 16), "(the request's)")
 echoed = handover.data.get("taskId") or handover.data.get("id")  # an event's taskId, a Task's id
 print("item:             ", handover.kind)
 print("Task.id echoed:   ", echoed == task_id)
@@ -420,13 +424,16 @@ as_described(
 # ## Step 8. The whole routing table
 #
 # Four tasks, the four outcomes of user story 07: one row per task, and every reroute.
+# `away from the card agent` says where a task's requests go **now**; `reroutes` counts every move
+# on the way. So the unreachable analyst's task is not away from the card agent although it moved
+# twice: handed over, then back to the desk by the fallback.
 
 # %%
 whole = routing_snapshot(coordinator)
 case = {task_id: "story 07", plain.task_id: "no property", twice.task_id: "two handovers",
         doomed.task_id: "unreachable"}
 pd.DataFrame([{"case": case[r["task_id"]], "card agent": r["card"], "current agent": r["current"],
-               "rerouted": r["rerouted"], "reroutes": len(r["reroutes"])} for r in whole.rows])
+               "away from the card agent": r["rerouted"], "reroutes": len(r["reroutes"])} for r in whole.rows])
 
 # %%
 moves = pd.DataFrame([{"case": case[r["task_id"]], **{k: m[k] for k in ("cause", "from", "to", "detail")}}
@@ -434,7 +441,12 @@ moves = pd.DataFrame([{"case": case[r["task_id"]], **{k: m[k] for k in ("cause",
 moves
 
 # %%
-as_described(said("Four tasks, the four outcomes", sorted(case[r["task_id"]] for r in whole.rows), sorted(case.values())))
+unreachable = next(r for r in whole.rows if case[r["task_id"]] == "unreachable")
+as_described(
+    said("Four tasks, the four outcomes", sorted(case[r["task_id"]] for r in whole.rows), sorted(case.values())),
+    said("is not away from the card agent although it moved twice", (unreachable["rerouted"],
+         [m["cause"] for m in unreachable["reroutes"]]), (False, ["handover", "fallback"])),
+)
 
 # %% [markdown]
 # The same tasks from the wire, as the recorder heard them: one panel per task, one row per agent it
@@ -507,8 +519,9 @@ lesson05.reroute_cause(cause, coordinator, doomed.task_id)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 cause = moves[(moves["case"] == "unreachable") & (moves["from"] == analyst.agent)]["cause"].iloc[0]
-lesson05.reroute_cause(cause, coordinator, doomed.task_id)
+reference(lesson05.reroute_cause(cause, coordinator, doomed.task_id))
 
 # %% [markdown]
 # **Send the follow-up yourself.** A desk that hands over at once again; the cell sends it a new
@@ -531,11 +544,12 @@ lesson05.follow_up_topic(topic, mine, coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 mine = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)
 mine.wait()
 reply = coordinator.continue_task(mine, REPRO_TEXT)
 topic = reply.attempts[0].topic
-lesson05.follow_up_topic(topic, mine, coordinator)
+reference(lesson05.follow_up_topic(topic, mine, coordinator))
 
 
 # %% [markdown]

@@ -60,10 +60,12 @@ import a2a_nb
 from a2a_nb import (A2AError, Requester, RequestTimeout, Responder, RetryProfile, Session, TicketDesk,
                     as_described, said)
 from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.protocol.retry import DEFAULT
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 90)
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=0.5, max_attempts=3,
                      backoff_s=(0.05, 0.1, 0.2))
 
@@ -116,7 +118,7 @@ def flaky_agent(name):
         request = jsonrpc.parse_request(msg.payload)
         message = request["params"]["message"]
         received.append({"request": len(received) + 1, "messageId": message["messageId"],
-                         "Task.id": message["taskId"], "Correlation Data": msg.correlation_data.hex()})
+                         "Task.id": message["taskId"], "Correlation Data": readable_correlation(msg.correlation_data)})
         if len(received) == 1:
             return                                   # lost: no reply for the first attempt
         task = messages.task(message["taskId"], message["contextId"], messages.task_status(states.COMPLETED))
@@ -210,7 +212,8 @@ print(collector)
 ignored_before = coordinator.stats.ignored_unknown_correlation
 stalled = coordinator.stream("evidence-collector", "Collect the evidence for TCK-4821", context_id=CONTEXT_ID)
 for event in stalled:
-    print(event, "| Correlation Data:", event.mqtt.correlation_data.hex()[:8] + "…" if event.mqtt else "-", flush=True)
+    print(event, "| Correlation Data:", readable_correlation(event.mqtt.correlation_data, 16) if event.mqtt else "-",
+          flush=True)
     if event.kind == "recovered":
         gate.set()
 print()
@@ -535,7 +538,7 @@ pd.DataFrame([
 # gets. The cell below sends the ticket once, and it times out:
 
 # %%
-ONE_TRY = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=0.5, max_attempts=1, backoff_s=(0.05,))
+ONE_TRY = RetryProfile(reply_first_timeout_s=1.5, stream_idle_timeout_s=1.5, max_attempts=1, backoff_s=(0.05,))
 hasty = Requester("hasty-coordinator", seed=4830, retry=ONE_TRY)
 forgetful, heard = flaky_agent("forgetful-analyst")
 ticket = hasty.new_message(TICKET_TEXT, context_id=CONTEXT_ID, message_id="hasty-tck4821-m-1")
@@ -557,8 +560,9 @@ lesson06.resent_verbatim(resend, heard)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 resend = hasty.send("forgetful-analyst", message=ticket)
-lesson06.resent_verbatim(resend, heard)
+reference(lesson06.resent_verbatim(resend, heard))
 
 # %% [markdown]
 # **Tell the two -32004s apart.** A desk with a single analyst slot, busy with one ticket, refuses a
@@ -587,13 +591,13 @@ def is_profile_error(err):
 
 lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy)
 
-
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 def is_profile_error(err):
     return isinstance(err.data, dict) and "a2a_error" in err.data
 
-lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy)
+reference(lesson06.tells_the_meanings_apart(is_profile_error, refusals[0], busy))
 
 
 # %% [markdown]

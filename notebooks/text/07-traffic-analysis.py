@@ -78,9 +78,11 @@ from a2a_nb.traffic import (check_traffic, handovers, latency_chart, latency_vie
 from a2a_nb.traffic.charts import DPI, route_hops
 from a2a_nb.traffic.frame import SUMMARY_COLUMNS, short_state
 from a2a_nb.traffic.lint import RULES, exit_code, format_findings, summary
+from a2a_nb.traffic.records import from_record
 
 pd.set_option("display.max_rows", 40)
 pd.set_option("display.max_colwidth", 100)
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 
 RECORDINGS = Path("../data/recordings")
 records = read_records(RECORDINGS / "full.jsonl")
@@ -90,11 +92,20 @@ print(json.dumps(records[1], indent=2))
 # %% [markdown]
 # Everything the binding adds is there: the **topic** (the desk's request topic),
 # **[QoS 1](glossary.md#QoS-1)**, the **[Response Topic](glossary.md#Response-Topic)** (the
-# coordinator's reply topic), the **Correlation Data** (hex), the **Message Expiry Interval**;
+# coordinator's reply topic), the **Correlation Data** (the file stores its bytes as hex, so the
+# 32 characters sent take 64 hex digits here; every view shows the 32 characters), the
+# **Message Expiry Interval**;
 # and the JSON-RPC payload is pure A2A. Agent Cards, published
 # [retained](glossary.md#Retained-message), are recorded too, with their `a2a-status`
 # [user property](glossary.md#User-property).
-#
+
+# %%
+as_described(
+    said("the 32 characters sent", len(from_record(records[1]).correlation_data), 32),
+    said("take 64 hex digits here", len(records[1]["correlation"]), 64),
+)
+
+# %% [markdown]
 # ## Step 2. One row per message
 #
 # `load_traffic` reads the file into a DataFrame, one row per message, and names what each
@@ -571,10 +582,11 @@ lesson07.fallback(answer_fallback, df, TASKS)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 row = rv[rv["cause"] == "fallback"].iloc[0]
 before = rv[(rv["task_id"] == row["task_id"]) & (rv["i"] < row["i"])].iloc[-1]
 answer_fallback = (row["scenario"], before["target"], row["target"])
-lesson07.fallback(answer_fallback, df, TASKS)
+reference(lesson07.fallback(answer_fallback, df, TASKS))
 
 # %% [markdown]
 # **The slowest first reply.** Which request waited longest for its first reply, and what was
@@ -587,9 +599,10 @@ lesson07.slowest_first_reply(answer_slowest, df)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 slowest = lat.loc[lat["latency_s"].idxmax()]
 answer_slowest = (int(slowest["i"]), slowest["method"])
-lesson07.slowest_first_reply(answer_slowest, df)
+reference(lesson07.slowest_first_reply(answer_slowest, df))
 
 # %% [markdown]
 # ## Step 12. Clean up

@@ -88,6 +88,7 @@ from a2a_nb.story.cast import desk_card
 from a2a_nb.story.scenarios import TICKET_TEXT
 
 pd.set_option("display.max_colwidth", 100)
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 QUICK = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.1,))
 print("ready")
 
@@ -812,8 +813,9 @@ lesson08.which_lock(who, refusals)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 who = {"A": "desk", "B": "broker", "C": "kit"}   # a JSON-RPC error, a PUBACK reason code, no reason code at all
-lesson08.which_lock(who, refusals)
+reference(lesson08.which_lock(who, refusals))
 
 # %% [markdown]
 # **2. Read the token, not just the error.** The coordinator got the token `weak` from somewhere,
@@ -839,27 +841,36 @@ lesson08.claims_to_fix(to_fix, weak, policy)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 weak_claims = jwt.decode(weak, options={"verify_signature": False})
-print("aud:  ", weak_claims["aud"], "| the desk wants", policy.audience)
-print("scope:", weak_claims["scope"], "| the desk wants one of", [sorted(s) for s in policy.scope_sets])
+# compare weak_claims["aud"] with policy.audience, weak_claims["scope"] with policy.scope_sets,
+# weak_claims["iss"] with policy.issuer and weak_claims["exp"] with time.time(): two differ
 to_fix = {"aud", "scope"}
-lesson08.claims_to_fix(to_fix, weak, policy)
+reference(lesson08.claims_to_fix(to_fix, weak, policy))
+
 
 # %% [markdown]
-# ## Step 12. Clean up
+# ## Step 12. Clean up, when you are done
 #
-# Stop the agents, the recorder and the discovery, close every MQTT session, and stop the secured
-# broker. Its folder holds the CA's private key and every agent's password (`credentials.json`):
-# `stop()` deletes it with the broker.
+# The exercises need the agents and the secured broker, so *Run All* leaves them running: this cell
+# only defines `clean_up()`. Call it when you are done: it stops the agents, the recorder and the
+# discovery, closes every MQTT session, and stops the secured broker. The broker's folder holds the
+# CA's private key and every agent's password (`credentials.json`): `stop()` deletes it with the
+# broker (and so does shutting the kernel down).
 
 # %%
-recorder.stop()
-disco.close()
-desk.stop()
-plain_desk.stop()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
-broker.stop()
-print("secured broker running:", broker.running, "| its folder exists:", broker.folder.exists())
+def clean_up():
+    """Stop the agents, the recorder, the discovery and the secured broker; close every MQTT session."""
+    recorder.stop()
+    disco.close()
+    desk.stop()
+    plain_desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+    broker.stop()
+    print("secured broker running:", broker.running, "| its folder exists:", broker.folder.exists())
+
+
+print("the agents and the secured broker keep running for the exercises: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary

@@ -65,9 +65,11 @@ import pandas as pd
 import a2a_nb
 from a2a_nb import Bridge, Requester, Session, TicketDesk, as_described, said
 from a2a_nb.protocol import properties, topics
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
 
 pd.set_option("display.max_colwidth", None)   # show every cell whole, never cut with "..."
+pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 desk = TicketDesk(seed=4821)
 coordinator = Requester("coordinator", seed=4821)
 
@@ -231,7 +233,7 @@ pd.DataFrame([
     {"": "where the request goes", "MQTT": bridged_msg.topic, "HTTP": f"POST {bridge.url}"},
     {"": "how the reply finds its way back", "MQTT": f"Response Topic {bridged_msg.response_topic}",
      "HTTP": "the same TCP connection"},
-    {"": "which request it answers", "MQTT": f"Correlation Data {bridged_msg.correlation_data.decode()[:16]}…",
+    {"": "which request it answers", "MQTT": f"Correlation Data {readable_correlation(bridged_msg.correlation_data, 16)}",
      "HTTP": "the response to this request"},
     {"": "delivery", "MQTT": f"QoS {bridged_msg.qos}, PUBACK; expires after {bridged_msg.message_expiry} s",
      "HTTP": f"HTTP {http_response.status_code}, {http_response.headers['content-type']}"},
@@ -379,24 +381,32 @@ lesson09.follow_up_topic(reply, topic, bridge)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 mine = {"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": {
     "role": "ROLE_USER", "messageId": "web-tck4821-m-3", "parts": [{"text": TICKET_TEXT}]}}}
 reply = http.post(bridge.url, json=mine).json()
 topic = bridge.requester.routing.target(reply["result"]["task"]["id"]).topic
-print("your task went to", topic)
-lesson09.follow_up_topic(reply, topic, bridge)
+reference(lesson09.follow_up_topic(reply, topic, bridge))
+
 
 # %% [markdown]
-# ## Step 9. Clean up
+# ## Step 9. Clean up, when you are done
 #
-# The bridge stops its HTTP server and ends any stream still open; then the agents stop.
+# The exercise needs the bridge and the desk, so *Run All* leaves them running: this cell only
+# defines `clean_up()`. Call it when you are done: the bridge stops its HTTP server and ends any
+# stream still open; then the agents stop.
 
 # %%
-http.close()
-bridge.stop()
-tap.close()
-desk.stop()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+def clean_up():
+    """Stop the bridge (its HTTP server and streams), the tap and the desk; close the MQTT sessions."""
+    http.close()
+    bridge.stop()
+    tap.close()
+    desk.stop()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+print("the bridge and the desk keep running for the exercise: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary

@@ -185,7 +185,8 @@ as_described(
 # Correlation Data, hoping the desk runs the ticket twice. The desk's replay cache remembers every
 # `jti` (a unique id inside the sealed content) until the payload expires, so it refuses the copy
 # with -32005. Its refusal is sealed to the coordinator; this notebook holds the coordinator's keys,
-# so it can read it.
+# so it can read it. The error's message reads *MQTT binding metadata invalid*, the profile's text
+# for this error, whose name (in `error.data`, under `a2a_error`) is `transport_protocol_error`.
 
 # %%
 import os
@@ -206,11 +207,16 @@ for _ in range(50):
         break
     time.sleep(0.05)
 print("the desk answered:", refusal["code"], refusal["message"])
+print("error.data:       ", refusal.get("data"))
 
 # %%
 as_described(
     said("it refuses the copy with -32005", refusal["code"], -32005),
     said("The desk's replay cache remembers every jti", "replayed" in refusal["message"], True),
+    said("The error's message reads MQTT binding metadata invalid", refusal["message"].split(":")[0],
+         "MQTT binding metadata invalid"),
+    said("whose name (in error.data, under a2a_error) is transport_protocol_error",
+         (refusal.get("data") or {}).get("a2a_error"), "transport_protocol_error"),
 )
 
 # %% [markdown]
@@ -264,32 +270,42 @@ as_described(
 # **Look inside with the key you hold.** The operator's frame says only `protected` for the last
 # reply of step 3 (`sealed[-1]`, the end of the follow-up). Take it from the recording
 # (`from_record`), open it with the coordinator's keys
-# (`coordinator.ubsp.read_recorded(message, "acme", UNIT)`), and give the
-# [task state](glossary.md#Task-states) it carries.
+# (`coordinator.ubsp.read_recorded(message, "acme", UNIT)`), and find the status in its JSON: the
+# [task state](glossary.md#Task-states) with its timestamp, which no one without the key can know.
+# Hand the check that status (a dict): the check opens the reply itself and compares.
 
 # %%
 from a2a_nb.notebook.exercises import lesson10
 
-state = ...   # your answer: the task state inside the last sealed reply of step 3
-lesson10.state_inside(state, answer.state)
+status = ...   # your answer: the task status inside the last sealed reply of step 3
+lesson10.state_inside(status, sealed[-1], coordinator)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Reference answer (expand only after you tried)
+from a2a_nb.notebook.exercises import reference
 inside = coordinator.ubsp.read_recorded(from_record(sealed[-1]), "acme", UNIT).json()["result"]
-state = inside["statusUpdate"]["status"]["state"]
-print("inside:", state)
-lesson10.state_inside(state, answer.state)
+status = inside["statusUpdate"]["status"]
+reference(lesson10.state_inside(status, sealed[-1], coordinator))
+
 
 # %% [markdown]
-# ## Step 8. Clean up
+# ## Step 8. Clean up, when you are done
+#
+# The exercise needs the coordinator and the key server, so *Run All* leaves them running: this
+# cell only defines `clean_up()`. Call it when you are done.
 
 # %%
-intruder.close()
-coordinator.close()
-desk.stop()
-operator.stop()
-keys.close()
-print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+def clean_up():
+    """Stop the desk, the recorder and the key server; close this notebook's MQTT sessions."""
+    intruder.close()
+    coordinator.close()
+    desk.stop()
+    operator.stop()
+    keys.close()
+    print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
+
+
+print("the agents keep running for the exercises: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary

@@ -62,6 +62,17 @@ def test_a_streamed_answer_is_right(cast, waiting):
     assert lesson02.answered_on_the_same_task(answer, waiting, coordinator).right
 
 
+@pytest.mark.parametrize("text", ["hello", "Reproduction: no idea", REPRO_TEXT.upper()])
+def test_any_other_text_on_the_task_is_not_the_answer(cast, waiting, text):
+    """The analyst takes any text as the steps and completes; the check wants the steps it asked for."""
+    _, coordinator = cast
+    answer = coordinator.continue_task(waiting, text)
+    assert answer.state == states.COMPLETED  # the agent alone would call it done
+    feedback = lesson02.answered_on_the_same_task(answer, waiting, coordinator)
+    gives_nothing_away(feedback)
+    assert "not the reproduction steps" in feedback.message
+
+
 def test_the_placeholder_is_not_yet(cast, waiting):
     _, coordinator = cast
     feedback = lesson02.answered_on_the_same_task(..., waiting, coordinator)

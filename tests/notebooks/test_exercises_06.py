@@ -18,6 +18,7 @@ from a2a_nb.mqtt import Session
 from a2a_nb.notebook.exercises import lesson06
 from a2a_nb.protocol import MqttMessage, encode_json, errors, jsonrpc, messages, states, topics
 from a2a_nb.protocol.errors import A2AError
+from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
@@ -40,7 +41,7 @@ def flaky_agent(broker_url: str, unit: str, name: str):
         request = jsonrpc.parse_request(msg.payload)
         message = request["params"]["message"]
         received.append({"request": len(received) + 1, "messageId": message["messageId"],
-                         "Task.id": message["taskId"], "Correlation Data": msg.correlation_data.hex()})
+                         "Task.id": message["taskId"], "Correlation Data": readable_correlation(msg.correlation_data)})
         if len(received) == 1:
             return
         task = messages.task(message["taskId"], message["contextId"], messages.task_status(states.COMPLETED))

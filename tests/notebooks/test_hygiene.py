@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from a2a_nb.notebook.exercises import Reference
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 FRAME = ("What you will learn", "Time needed", "Prerequisites", "Summary", "What's next")
@@ -111,7 +113,9 @@ EXERCISE_CHECK = re.compile(r"\blesson(\d\d)\.\w+\(")
 def test_lesson_ends_with_exercises_and_collapsed_reference_answers(path):
     """Lessons 01-09 end with a step "Your turn": each exercise cell calls one of the lesson's checks
     (``a2a_nb.notebook.exercises.lessonNN``) on the learner's ``...``, and the cell after it, tagged
-    ``solution`` with its source collapsed, calls the same check on the reference answer."""
+    ``solution`` with its source collapsed, calls the same check on the reference answer. Its output
+    gives nothing away: one line that the reference answer checks out, the check's verdict (which
+    names the answer) folded in a closed ``<details>``, no printed line."""
     cells = load(path).cells
     headings = [(i, line) for i, c in enumerate(cells) if c.cell_type == "markdown"
                 for line in c.source.splitlines() if line.startswith("## ")]
@@ -130,5 +134,10 @@ def test_lesson_ends_with_exercises_and_collapsed_reference_answers(path):
         assert after.metadata.get("jupyter", {}).get("source_hidden") is True, f"{path.name}: {after.id} not collapsed"
         check = EXERCISE_CHECK.search(c.source).group(0)
         assert check in after.source, f"{path.name}: {after.id} does not call {check}...)"
-        shown = "".join(o.get("data", {}).get("text/plain", "") for o in after.outputs)
-        assert "✓ right" in shown, f"{path.name}: the reference answer in {after.id} is not right: {shown[:200]}"
+        assert [o.output_type for o in after.outputs] == ["execute_result"], \
+            f"{path.name}: {after.id} shows more than the folded verdict: {after.outputs}"
+        data = after.outputs[0].data
+        assert data["text/plain"].endswith(Reference.FOLDED), f"{path.name}: {after.id} shows {data['text/plain']!r}"
+        folded = data["text/html"]
+        assert folded.startswith("<details") and " open" not in folded.split(">")[0], f"{path.name}: {after.id}"
+        assert "✓ right" not in folded.split("</summary>")[0], f"{path.name}: {after.id} shows the verdict unfolded"

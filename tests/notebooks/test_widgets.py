@@ -136,6 +136,17 @@ def test_send_form_sends_to_echo_and_shows_the_message(broker_url, unit, cast):
     assert not form.button.disabled and form.follow_up.disabled and form.errors == 0
 
 
+def test_send_form_streamed_echo_ends_on_its_message_not_an_unknown_task(broker_url, unit, cast):
+    req = Requester("form-user", unit=unit, broker=broker_url, seed=4)
+    form = send_form(req, ["echo"])
+    form.stream.value = True
+    form.text.value = "hello stream"
+    form.button.click()
+    assert form.wait(10)
+    assert form.lines[-1] == "■ stream ended: message reply (the agent made no task), 1 event(s)", form.lines
+    assert not any("unknown" in line for line in form.lines)
+
+
 def test_send_form_streams_to_the_desk_and_continues_the_task(broker_url, unit, cast):
     req = Requester("form-user", unit=unit, broker=broker_url, seed=2)
     form = SendForm(req, ["echo", "ticket-desk"])

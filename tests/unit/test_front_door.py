@@ -87,10 +87,10 @@ def test_texts_from_a_peer_are_escaped_and_cut():
     row = request_row(_msg({"method": "Send\x1b[2J" + "x" * 500, "params": {"message": {"messageId": "\x07"}}},
                            correlation=b"\x00\x01"))
     assert "\x1b" not in row["method"] and "\\x1b" in row["method"] and len(row["method"]) <= 80
-    assert row["messageId"] == "\\x07" and row["Correlation Data"] == "\\x00\\x01"
+    assert row["messageId"] == "\\x07" and row["Correlation Data"] == "0x0001"
 
 
-def test_correlation_data_is_text_when_it_is_utf8_else_hex():
+def test_correlation_data_is_text_when_it_is_printable_ascii_else_hex():
     assert correlation_text(b"9f1c-abc") == "9f1c-abc"
-    assert correlation_text(b"\xff\x00") == "ff00"
+    assert correlation_text(b"\xff\x00") == "0xff00"  # as every view shows bytes that are not text
     assert correlation_text(None) == "" and correlation_text(b"") == ""

@@ -172,3 +172,12 @@ def test_readable_correlation_shows_text_as_text_and_bytes_as_hex():
     assert readable_correlation(b"\x00\xffab") == "0x00ff6162"
     assert readable_correlation(b"two words") == "0x74776f20776f726473"  # a space is not shown as text
     assert readable_correlation(b"") == "0x"
+
+
+def test_readable_correlation_short_form_for_tables():
+    from a2a_nb.protocol.ids import IdSource, readable_correlation
+
+    kit = IdSource().correlation()
+    assert len(kit) == 32 and readable_correlation(kit, 16) == kit.decode("ascii")[:16] + "…"
+    assert readable_correlation(kit, 32) == kit.decode("ascii")  # fits: nothing cut
+    assert readable_correlation(b"\x00\xff", 4) == "0x00…"

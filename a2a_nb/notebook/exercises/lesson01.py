@@ -21,34 +21,33 @@ def _tags(entry: AgentEntry) -> set[str]:
     return entry.tags
 
 
-def _names(answer: Any) -> Optional[list[str]]:
-    """The agent names in an answer: a list of entries (what ``Discovery.find`` returns), of names,
-    or one of either; None when it is neither."""
-    if isinstance(answer, (str, AgentEntry)):
-        answer = [answer]
-    if not isinstance(answer, Iterable) or isinstance(answer, (bytes, dict)):
+def _entries(answer: Any) -> Optional[list[AgentEntry]]:
+    """The entries in an answer: what ``Discovery.find`` returns (a list of entries), or one entry;
+    None when it is anything else (names typed by hand included: the exercise asks the discovery)."""
+    if isinstance(answer, AgentEntry):
+        return [answer]
+    if isinstance(answer, (str, bytes, dict)) or not isinstance(answer, Iterable):
         return None
-    names = []
-    for item in answer:
-        if isinstance(item, AgentEntry):
-            names.append(item.agent)
-        elif isinstance(item, str):
-            names.append(item)
-        else:
-            return None
-    return names
+    items = list(answer)
+    return items if all(isinstance(item, AgentEntry) for item in items) else None
 
 
 def online_with_tag(answer: Any, discovery: Discovery, tag: str) -> Feedback:
-    """Right when ``answer`` names exactly the agents whose card has a skill tagged ``tag`` and says
-    ``online`` (as ``discovery`` holds them now)."""
+    """Right when ``answer`` (what ``discovery.find`` returned) holds exactly the agents whose card
+    has a skill tagged ``tag`` and says ``online`` (as ``discovery`` holds them now). Names typed by
+    hand are not an answer: the exercise is asking the discovery."""
     blank = unanswered(FIND_ONLINE, answer)
     if blank is not None:
         return blank
-    names = _names(answer)
-    if names is None:
-        return not_yet(FIND_ONLINE, f"expected what disco.find(...) returns (a list of entries) or a list of agent "
-                                    f"names, got {type(answer).__name__}")
+    found = _entries(answer)
+    if found is None:
+        typed = isinstance(answer, str) or (isinstance(answer, (list, tuple, set)) and answer
+                                            and all(isinstance(a, str) for a in answer))
+        return not_yet(FIND_ONLINE, "names typed by hand are a guess: ask the discovery, and pass what "
+                                    "disco.find(...) returns" if typed else
+                                    f"expected what disco.find(...) returns (a list of entries), got "
+                                    f"{type(answer).__name__}")
+    names = [e.agent for e in found]
     entries: dict[str, AgentEntry] = {}
     for agent in discovery.agents():
         entry = discovery.get(agent)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...agents.requester import Reply, Requester, Stream
-from ...protocol import states
+from ...protocol import messages, states
+from ...story.scenarios import REPRO_TEXT
 from . import Feedback, not_yet, right, unanswered
 
 SEND_THE_ANSWER = "Send the answer yourself"
@@ -50,6 +51,9 @@ def answered_on_the_same_task(answer: Any, waiting: Reply, coordinator: Requeste
         return not_yet(SEND_THE_ANSWER, f"the task is still {states.short_name(state)} and holds only the message "
                                         "that started it: the agent took yours for a resend of that one. New "
                                         "input needs a messageId of its own")
+    if messages.text_of(users[-1]).strip() != REPRO_TEXT:
+        return not_yet(SEND_THE_ANSWER, "the agent took your message on the right task, but its text is not the "
+                                        "reproduction steps the analyst asked for: send REPRO_TEXT as it is")
     if state != states.COMPLETED:
         return not_yet(SEND_THE_ANSWER, f"the agent has your message, but the task is {states.short_name(state)}, "
                                         "not completed: did the message carry what the analyst asked for?")
