@@ -12,8 +12,8 @@ It never gives the answer away: it says which part is wrong, or where to look. A
 under each exercise holds the reference answer; nbval runs it, so the reference answers stay right
 as the kit changes. Its output gives nothing away either: :func:`reference` shows one line, "✓ the
 reference answer checks out", and folds the check's verdict (which names the answer) behind a
-"show" the learner clicks; the answer itself is the cell's hidden source. The checks compute what is right from the objects the learner has (the
-coordinator, the recording), never from numbers written into the check.
+"show" the learner clicks; the answer itself is the cell's hidden source. The checks compute what
+is right from the objects the learner has (the coordinator, the recording), never from numbers written into the check.
 
 One module per lesson (``lesson01`` ... ``lesson09``) holds that lesson's checks.
 """
@@ -45,7 +45,8 @@ class Feedback:
     def _repr_html_(self) -> str:
         colour = "#2e7d32" if self.right else "#ef6c00"
         mark = "✓ right" if self.right else "✗ not yet"
-        return (f'<div class="{NO_MATH}" style="border-left:4px solid {colour};padding:2px 8px;background:rgba(128,128,128,0.08)">'
+        return (f'<div class="{NO_MATH}" style="border-left:4px solid {colour};'
+                'padding:2px 8px;background:rgba(128,128,128,0.08)">'
                 f"<b>{html.escape(self.exercise)}</b>: <b style=\"color:{colour}\">{mark}</b>: "
                 f"{html.escape(self.message)}</div>")
 
@@ -84,7 +85,8 @@ class Reference:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return (f'<details class="{NO_MATH}" style="border-left:4px solid #2e7d32;padding:2px 8px;background:rgba(128,128,128,0.08)">'
+        return (f'<details class="{NO_MATH}" style="border-left:4px solid #2e7d32;'
+                'padding:2px 8px;background:rgba(128,128,128,0.08)">'
                 f"<summary><b>{html.escape(self.feedback.exercise)}</b>: ✓ the reference answer checks out "
                 "(click to show what the check says; the answer is the cell's hidden code)</summary>"
                 f"<div>{html.escape(self.feedback.message)}</div></details>")
