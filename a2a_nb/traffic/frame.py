@@ -23,10 +23,11 @@ builds the frame in four steps a learner can follow (and run one by one):
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from contextvars import ContextVar
+from functools import lru_cache, wraps
 from operator import itemgetter
 from itertools import islice
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Concatenate, Iterable, Iterator, Optional, ParamSpec, TypeVar, Union
 
 import numpy as np
 import pandas as pd
@@ -436,6 +437,53 @@ def _put_column(df: pd.DataFrame, name: str, values: np.ndarray) -> None:
     df[name] = pd.Series(values, index=df.index, dtype=values.dtype, copy=False)
 
 
+# -- one analysis per call ------------------------------------------------------------------------
+
+_ANALYSIS: ContextVar[Optional[tuple[pd.DataFrame, dict]]] = ContextVar("a2a_nb_traffic_analysis", default=None)
+"""The frame a view or chart call is reading, and what was derived from it during that call."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def one_analysis(fn: Callable[Concatenate[pd.DataFrame, _P], _R]) -> Callable[Concatenate[Source, _P], _R]:
+    """Decorate a view or chart ``fn(df, ...)``: ``df`` goes through ``load_traffic`` once, and for
+    the rest of the call every ``derived`` view asked about that frame (state transitions, the
+    routing replay, task steps...) is computed once, however many helpers ask for it. Nothing is
+    kept after the call: a frame changed in place between two calls is read afresh."""
+    return _analysed(fn, memo=False)
+
+
+def derived(fn: Callable[Concatenate[pd.DataFrame, _P], _R]) -> Callable[Concatenate[Source, _P], _R]:
+    """``one_analysis``, and inside another call on the same frame its result is reused (the
+    result is shared: callers read it, never change it in place)."""
+    return _analysed(fn, memo=True)
+
+
+def _analysed(fn: Any, memo: bool) -> Any:
+    @wraps(fn)
+    def call(df: Any, *args: Any, **kwargs: Any) -> Any:
+        active = _ANALYSIS.get()
+        if active is not None and df is active[0]:
+            if not memo:
+                return fn(df, *args, **kwargs)
+            key = (fn.__name__, args, tuple(sorted(kwargs.items())))
+            try:
+                hash(key)
+            except TypeError:  # an argument that is no key (a dict of names): computed each time
+                return fn(df, *args, **kwargs)
+            done = active[1]
+            if key not in done:
+                done[key] = fn(df, *args, **kwargs)
+            return done[key]
+        frame = load_traffic(df)
+        token = _ANALYSIS.set((frame, {}))
+        try:
+            return fn(frame, *args, **kwargs)
+        finally:
+            _ANALYSIS.reset(token)
+    return call
+
+
 # -- views ------------------------------------------------------------------------------------------
 
 def _frame(rows: list, columns: list[str], floats: tuple = ("t", "dt", "latency_s"),
@@ -473,7 +521,8 @@ def _allowed(old: Any, new: Any) -> bool:
         return True
 
 
-def state_transitions(df: Source, strict: bool = True) -> pd.DataFrame:
+@derived
+def state_transitions(df: pd.DataFrame, strict: bool = True) -> pd.DataFrame:
     """Per task, every change of state: ``task_id, i, t, dt, state, short, previous, from_agent, event``.
 
     Read from status updates and Task snapshots in replies (Streaming Reply Mapping 5-7); a state
@@ -482,7 +531,6 @@ def state_transitions(df: Source, strict: bool = True) -> pd.DataFrame:
     terminal state; such a stale item (for example a snapshot from another publisher that arrived
     late: MQTT orders messages per publisher only) is not the task's state.
     """
-    df = load_traffic(df)
     sub = df[df["state"].notna() & df["task_id"].notna()]
     rows = []
     last: dict[str, Any] = {}
@@ -504,7 +552,8 @@ OTHER = "other"
 send it (not one of ``protocol.routing.CAUSES``)."""
 
 
-def reroutes(df: Source) -> pd.DataFrame:
+@derived
+def reroutes(df: pd.DataFrame) -> pd.DataFrame:
     """The requester's routing table, replayed from the recording: one row per reroute it made.
 
     ``protocol.routing.replay`` feeds the one ``RoutingTable`` every recorded request and reply of
@@ -514,7 +563,6 @@ def reroutes(df: Source) -> pd.DataFrame:
     ``t, dt, task_id``, ``from`` and ``to`` (an agent, or ``pool:{id}``), ``cause`` (``handover``,
     ``pool-assigned`` or ``fallback``) and ``detail``.
     """
-    df = load_traffic(df)
     positions, steps = _routing_steps(df)
     i, t, dt = df["i"].to_numpy(), df["t"].to_numpy(), df["dt"].to_numpy()
     moves = [(i[k], t[k], dt[k], r.task_id, r.from_.label, r.to.label, r.cause, r.detail)
@@ -522,7 +570,8 @@ def reroutes(df: Source) -> pd.DataFrame:
     return _frame(moves, REROUTE_COLUMNS)
 
 
-def new_responders(df: Source) -> dict[int, tuple[str, str]]:
+@derived
+def new_responders(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
     """The replies that moved their task to a new responder, ``{i: (cause, responder)}``: the
     ``reroutes`` a reply made (every one but a fallback); later replies naming the same responder
     moved nothing."""
@@ -530,7 +579,8 @@ def new_responders(df: Source) -> dict[int, tuple[str, str]]:
     return {int(i): (cause, to) for i, cause, to in zip(moves["i"], moves["cause"], moves["to"]) if cause != FALLBACK}
 
 
-def reroutes_by_task(df: Source) -> dict[str, list[tuple[int, str, str]]]:
+@derived
+def reroutes_by_task(df: pd.DataFrame) -> dict[str, list[tuple[int, str, str]]]:
     """``reroutes`` per Task.id: ``[(i, to, cause)]`` in recorded order."""
     moves: dict[str, list[tuple[int, str, str]]] = {}
     table = reroutes(df)
@@ -573,7 +623,8 @@ def _address(org: str, unit: str, agent: Optional[str], pool: Optional[str]) -> 
         return None
 
 
-def handovers(df: Source) -> pd.DataFrame:
+@derived
+def handovers(df: pd.DataFrame) -> pd.DataFrame:
     """Replies whose ``a2a-responder-agent-id`` differs from the agent their request addressed.
 
     Columns ``i, t, dt, task_id, addressed, responder, cause``: the cause the routing table gives
@@ -582,7 +633,6 @@ def handovers(df: Source) -> pd.DataFrame:
     went to a pool (Optional Shared Subscription Dispatch 10). Every such reply is a row; the
     reroutes they made are ``reroutes``.
     """
-    df = load_traffic(df)
     addressed = _requests_by_row(df)
     sub = df[(df["kind"] == "reply") & df["responder_agent_id"].notna()]
     rows = []
@@ -595,7 +645,8 @@ def handovers(df: Source) -> pd.DataFrame:
     return _frame(rows, ["i", "t", "dt", "task_id", "addressed", "responder", "cause"])
 
 
-def routing_view(df: Source) -> pd.DataFrame:
+@derived
+def routing_view(df: pd.DataFrame) -> pd.DataFrame:
     """Per task operation (request with a Task.id): where it went and who answered.
 
     Columns ``task_id, i, t, dt, method, target, responder, answered, reroute, cause``. ``target``
@@ -606,7 +657,6 @@ def routing_view(df: Source) -> pd.DataFrame:
     Optional Task Handover 2-4; ``pool-assigned``, Shared Subscription Dispatch 11; ``fallback``
     to the card agent after the new agent went silent), else ``other``.
     """
-    df = load_traffic(df)
     first_reply: dict[int, Any] = {}
     sub = df[df["request_i"].notna()]
     for q, who in zip(sub["request_i"], sub["from_agent"]):
@@ -629,11 +679,11 @@ def routing_view(df: Source) -> pd.DataFrame:
                   bools=("answered", "reroute"))
 
 
-def latency_view(df: Source) -> pd.DataFrame:
+@derived
+def latency_view(df: pd.DataFrame) -> pd.DataFrame:
     """Per request: ``i, t, dt, method, target, task_id, latency_s`` (to the first reply, NaN when
     none came), ``replies`` (how many came back on its correlation) and ``error_code`` (of the
     first error reply)."""
-    df = load_traffic(df)
     first: dict[int, float] = {}
     count: dict[int, int] = {}
     err: dict[int, Any] = {}
