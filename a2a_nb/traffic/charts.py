@@ -44,7 +44,7 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from ..protocol import states as S
 from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED
-from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, Source, derived, latency_view, new_responders,
+from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, derived, latency_view, new_responders,
                     one_analysis, routing_view, short_state, state_transitions)
 
 WIDTH = 8.0  # inches: 768 px at DPI
