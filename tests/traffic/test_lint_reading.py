@@ -6,21 +6,18 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from a2a_nb.traffic import lint
 from a2a_nb.traffic.frame import load_traffic, reroutes_by_task
 
+from tests.without_pandas import ROOT, run_without_pandas
+
 from . import test_lint
 from ._traffic import C1, REPLY, T1, Traffic, clean_conversation
 
-ROOT = Path(__file__).resolve().parents[2]
 FIELDS = [f.name for f in dataclasses.fields(lint.Message) if f.name != "request"]
-NO_PANDAS = ("import sys, runpy; sys.modules['pandas'] = None; sys.modules['numpy'] = None; "
-             "sys.argv = ['a2a_nb'] + sys.argv[1:]; runpy.run_module('a2a_nb', run_name='__main__')")
-"""``python -m a2a_nb ...`` with pandas and numpy made unimportable (``import pandas`` raises ImportError)."""
 
 
 def as_frame_reads(records: list) -> tuple[list, dict]:
@@ -56,11 +53,6 @@ def faulty() -> Traffic:
     tr.result(tr.corr(), "x", Traffic.task(T1, C1), topic=REPLY)
     tr.result(None, "y", Traffic.task(T1, C1), topic=REPLY)
     return tr
-
-
-def run_without_pandas(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", NO_PANDAS, *args], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT)
 
 
 def test_lint_command_runs_without_pandas(tmp_path):
