@@ -19,6 +19,9 @@ builds the frame in four steps a learner can follow (and run one by one):
    before its request). A reply gets ``request_i`` (the request's row), ``latency_s`` (time since
    that request), the request's ``method``, and its Task.id/contextId when it names none (error
    replies).
+
+The readers of one message (``topic_info``, ``describe``, ``ends``) and the pairing (``pair``) are
+``reading.py``'s, written without pandas: the lint reads recordings with them too.
 """
 from __future__ import annotations
 
@@ -280,7 +283,7 @@ def _analysed(fn: Any, memo: bool) -> Any:
         if active is not None and df is active[0]:
             if not memo:
                 return fn(df, *args, **kwargs)
-            key = (fn.__name__, args, tuple(sorted(kwargs.items())))
+            key = (fn.__module__, fn.__qualname__, args, tuple(sorted(kwargs.items())))
             try:
                 hash(key)
             except TypeError:  # an argument that is no key (a dict of names): computed each time
