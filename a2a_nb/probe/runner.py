@@ -28,7 +28,7 @@ from ..mqtt.broker import BrokerEndpoint
 from ..protocol import cards, topics
 from ..protocol.packet import MqttMessage
 from ..protocol.safe_text import safe_text
-from ..traffic.lint import check_traffic
+from ..traffic.lint import lint_findings
 from ..traffic.records import to_record
 from . import rules
 from .client import Cut, ProbeClient, json_of
@@ -214,20 +214,21 @@ def lint_rows(run: ProbeRun, rows: list[Row]) -> list[Row]:
     broke that no live check has already failed (Profile: every rule of ``a2a_nb.traffic.lint``)."""
     traffic = list(run.client.traffic)
     records = [record_of(m) for m in traffic]
-    findings = check_traffic(records)
+    findings = lint_findings(records)
     # A request sent without Correlation Data may rightly be answered with an error that has none
     # (Responder Behavior 2): what arrives on its reply topic is the no-reply-path check's business.
     bare = {m.response_topic for i, m in enumerate(traffic) if i in run.client.sent and m.correlation_data is None}
     exempt = {i for i, m in enumerate(traffic) if m.topic in bare} | run.client.sent
-    findings = findings[~findings["i"].isin(exempt)]
     already = {r.rule for r in rows if r.verdict == rules.FAIL}
+    by_rule: dict[str, list[tuple]] = {}  # in order of each rule's first finding
+    for finding in findings:
+        if finding[3] not in exempt and finding[0] not in already:
+            by_rule.setdefault(finding[0], []).append(finding)
     out = []
-    for rule_id, group in findings.groupby("rule", sort=False):
-        if rule_id in already:
-            continue
-        first = group.iloc[0]
-        out.append(Row(f"lint:{rule_id}", str(rule_id), str(first["level"]), rules.CORE, str(first["section"]),
+    for rule_id, group in by_rule.items():
+        _, level, section, _, explanation = group[0]
+        out.append(Row(f"lint:{rule_id}", str(rule_id), str(level), rules.CORE, str(section),
                        "found by the traffic lint in what the agent published during the probe",
                        f"{len(records)} messages of this probe", f"{len(group)} finding(s)", rules.FAIL,
-                       str(first["explanation"])))
+                       str(explanation)))
     return out

@@ -44,8 +44,8 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from ..protocol import states as S
 from ..protocol.routing import FALLBACK, HANDOVER, POOL_ASSIGNED
-from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, Source, latency_view, load_traffic, new_responders,
-                    routing_view, short_state, state_transitions)
+from .frame import (DISCOVERY, EVENTS_LANE, REQUEST_KINDS, derived, latency_view, new_responders,
+                    one_analysis, routing_view, short_state, state_transitions)
 
 WIDTH = 8.0  # inches: 768 px at DPI
 DPI = 96  # CSS pixels per inch: a point is 4/3 px, as in the notebook's own text
@@ -185,14 +185,14 @@ def _lanes(sub: pd.DataFrame, pseudo_last: bool = False) -> list[str]:
 
 # -- charts -------------------------------------------------------------------------------------------
 
-def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = None, width: float = WIDTH) -> Figure:
+@one_analysis
+def sequence_chart(df: pd.DataFrame, max_messages: int = 60, title: Optional[str] = None, width: float = WIDTH) -> Figure:
     """A sequence diagram: one lane per agent (plus ``discovery`` / ``events``), one arrow per
     message in recorded order, coloured by kind (error replies red); handovers and pool
     assignments (the reply whose ``a2a-responder-agent-id`` moved the task to a new responder, as
     the requester's routing table did: ``reroutes``) are starred and labelled. Shows the first
     ``max_messages`` messages. ``width`` in inches (at ``DPI``): the player draws it at the width it
     shows it."""
-    df = load_traffic(df)
     sub = _arrows(df)
     total = len(sub)
     sub = sub.iloc[:max_messages]
@@ -254,10 +254,10 @@ def sequence_chart(df: Source, max_messages: int = 60, title: Optional[str] = No
     return fig
 
 
-def task_steps(df: Source) -> pd.Series:
+@derived
+def task_steps(df: pd.DataFrame) -> pd.Series:
     """Each task message's step: its number among the messages of its task (requests and replies),
     1 for the first request. Indexed like ``df``; NaN for messages of no task (cards, events)."""
-    df = load_traffic(df)
     has = df["task_id"].notna()
     steps = pd.Series(np.nan, index=df.index)
     steps[has] = df[has].groupby("task_id", sort=False).cumcount() + 1
@@ -283,11 +283,11 @@ def _ticket_of(requests: pd.DataFrame) -> Optional[str]:
 _TICKET = re.compile(r"\b[A-Z]{2,}-\d+\b")
 
 
-def task_labels(df: Source, names: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+@derived
+def task_labels(df: pd.DataFrame, names: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """A row label per task a learner can recognise: ``names[task_id]`` (a scenario name, say) or
     the ticket it is about, then a short task id: ``handover · 07287499``. Fit for a chart: a long
     name is cut and ``$`` escaped (``_label``)."""
-    df = load_traffic(df)
     names = names or {}
     labels: dict[str, str] = {}
     tasks = df[df["task_id"].notna()]
@@ -297,13 +297,13 @@ def task_labels(df: Source, names: Optional[Mapping[str, str]] = None) -> dict[s
     return labels
 
 
-def route_marks(df: Source) -> pd.DataFrame:
+@derived
+def route_marks(df: pd.DataFrame) -> pd.DataFrame:
     """Where each task went, in order: the first request's target (``sent``), every reply naming a
     new responder (``handover`` / ``pool-assigned``, Optional Task Handover 2-4, Optional Shared
     Subscription Dispatch 10), every fallback to the card agent (Requester Retry and Timeout
     Profile) and every request that got no reply (``no reply``). Columns: ``i``, ``task_id``,
     ``mark``, ``agent``."""
-    df = load_traffic(df)
     rv = routing_view(df)
     rows: list[tuple] = []
     seen: set = set()
@@ -349,7 +349,8 @@ def _state_segments(df: pd.DataFrame, tasks: list, x: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task_id", "state", "start", "end"])
 
 
-def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20, x: str = "step",
+@one_analysis
+def state_timeline(df: pd.DataFrame, title: Optional[str] = None, max_tasks: int = 20, x: str = "step",
                    names: Optional[Mapping[str, str]] = None) -> Figure:
     """Per task, the states it passed through, in order (Streaming Reply Mapping 5-7).
 
@@ -366,7 +367,6 @@ def state_timeline(df: Source, title: Optional[str] = None, max_tasks: int = 20,
     """
     if x not in ("step", "time"):
         raise ValueError(f"x={x!r}: use 'step' (message order within each task) or 'time' (seconds)")
-    df = load_traffic(df)
     tr = state_transitions(df)
     title = title or ("Task states, step by step" if x == "step" else "Task states over time")
     if tr.empty:
@@ -452,7 +452,8 @@ def _draw_route_marks(ax: Any, df: pd.DataFrame, y_of: dict, x: str) -> set:
     return seen
 
 
-def route_hops(df: Source) -> pd.DataFrame:
+@derived
+def route_hops(df: pd.DataFrame) -> pd.DataFrame:
     """Every hop of every task, in order: each operation the requester sent (``kind="request"``:
     its target, whether it was answered, the cause of a reroute), each reply that named a new
     responder (``kind="named"``: Optional Task Handover 2-4, Optional Shared Subscription
@@ -462,7 +463,6 @@ def route_hops(df: Source) -> pd.DataFrame:
     a handover at once after none. Columns: ``task_id``, ``hop`` (0, 1, ... per task), ``i``,
     ``kind``, ``agent``, ``method``, ``answered``, ``cause``, ``detail`` (for ``named``: in which
     reply of its request; for ``replied``: how many replies and what they carried)."""
-    df = load_traffic(df)
     rv = routing_view(df)
     rows = [(task, int(i), "request", target, method, bool(ans), cause or None, None)
             for task, i, target, method, ans, cause in zip(rv["task_id"], rv["i"], rv["target"], rv["method"],
@@ -525,7 +525,8 @@ def _hop_label(kind: str, method: Any, answered: bool, cause: Any, detail: Any =
     return text if answered else f"{text}\nno reply"
 
 
-def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
+@one_analysis
+def reroute_chart(df: pd.DataFrame, title: Optional[str] = None, max_tasks: int = 10,
                   names: Optional[Mapping[str, str]] = None) -> Figure:
     """Where each task went, hop by hop: one panel per task, one row per agent it met.
 
@@ -537,7 +538,6 @@ def reroute_chart(df: Source, title: Optional[str] = None, max_tasks: int = 10,
     cause of a reroute (``handover``, ``pool-assigned``, ``fallback`` to the card agent: Requester
     Retry and Timeout Profile), a star with the reply it came in. Markers of a task share its
     colour. Tasks with a reroute come first."""
-    df = load_traffic(df)
     hops = route_hops(df)
     title = title or "Where each task went, hop by hop"
     if hops.empty:
@@ -598,10 +598,10 @@ def _draw_task_hops(ax: Any, hops: pd.DataFrame, agents: list, color: Any, n_hop
     ax.grid(axis="y", color="#eeeeee")
 
 
-def latency_chart(df: Source, title: Optional[str] = None, log: Optional[bool] = None) -> Figure:
+@one_analysis
+def latency_chart(df: pd.DataFrame, title: Optional[str] = None, log: Optional[bool] = None) -> Figure:
     """Time from each request to its first reply, by method: a box per method plus every request
     as a dot. ``log`` defaults to a log scale when latencies span more than two decades."""
-    df = load_traffic(df)
     lv = latency_view(df)
     answered = lv[lv["latency_s"].notna()]
     title = title or "Latency to the first reply, by method"
@@ -645,11 +645,11 @@ def _mermaid_text(s: Any, limit: int = LABEL_CHARS) -> str:
     return text.replace(";", ",").replace("#", "no. ").replace("$", "#36;")
 
 
-def mermaid_sequence(df: Source, max_messages: int = 200) -> str:
+@one_analysis
+def mermaid_sequence(df: pd.DataFrame, max_messages: int = 200) -> str:
     """The traffic as a Mermaid ``sequenceDiagram`` (deterministic: participants in order of first
     appearance, one line per message, short labels; handovers as notes). JupyterLab 4.1+ and
     GitHub render it; ``show_mermaid(text)`` displays it in a cell."""
-    df = load_traffic(df)
     sub = _arrows(df)
     total = len(sub)
     sub = sub.iloc[:max_messages]
@@ -696,13 +696,13 @@ def show_mermaid(text: str) -> Mermaid:
 
 # -- a folder of charts -------------------------------------------------------------------------------
 
-def scenario_frames(df: Source) -> list[tuple[Any, pd.DataFrame]]:
+@one_analysis
+def scenario_frames(df: pd.DataFrame) -> list[tuple[Any, pd.DataFrame]]:
     """The recording cut into one piece per task, in order, so that every message is in exactly one
     piece: a task's piece runs from the message after the previous task's last message to its own
     last message (cards and events in between belong to the task that follows); messages after
     the last task join the last piece. Pairs of (task id, frame); one ``(None, df)`` pair when the
     recording has no task."""
-    df = load_traffic(df)
     tasks = df[df["task_id"].notna()]
     if tasks.empty:
         return [(None, df)]
@@ -715,7 +715,8 @@ def scenario_frames(df: Source) -> list[tuple[Any, pd.DataFrame]]:
     return pieces
 
 
-def save_charts(df: Source, folder: Any, names: Optional[Mapping[str, str]] = None) -> list[tuple[Any, str]]:
+@one_analysis
+def save_charts(df: pd.DataFrame, folder: Any, names: Optional[Mapping[str, str]] = None) -> list[tuple[Any, str]]:
     """Write every chart of a recording as PNG files into ``folder`` and an ``index.md`` that links
     each with a line on what it shows, then shows them one after the other: the state and reroute
     charts of all tasks, the latency chart, and one sequence chart per task (``scenario_frames``)
@@ -726,7 +727,6 @@ def save_charts(df: Source, folder: Any, names: Optional[Mapping[str, str]] = No
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    df = load_traffic(df)
     labels = task_labels(df, names)
     written: list[tuple[Any, str]] = []
 

@@ -19,23 +19,26 @@ builds the frame in four steps a learner can follow (and run one by one):
    before its request). A reply gets ``request_i`` (the request's row), ``latency_s`` (time since
    that request), the request's ``method``, and its Task.id/contextId when it names none (error
    replies).
+
+The readers of one message (``topic_info``, ``describe``, ``ends``) and the pairing (``pair``) are
+``reading.py``'s, written without pandas: the lint reads recordings with them too.
 """
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from contextvars import ContextVar
+from functools import wraps
 from operator import itemgetter
 from itertools import islice
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Concatenate, Iterable, Iterator, Optional, ParamSpec, TypeVar, Union
 
 import numpy as np
 import pandas as pd
 
-from ..protocol import properties as P
-from ..protocol.messages import is_task, task_ids_of
-from ..protocol.routing import FALLBACK, Address, Replied, Sent, new_responder_cause, replay
+from ..protocol.routing import FALLBACK, Replied, Sent, new_responder_cause, replay
 from ..protocol.states import can_transition, is_state, short_name
-from ..protocol.topics import is_a2a_topic, parse_topic
+from .reading import (BINDING_COLUMNS, DISCOVERY, EVENTS_LANE, ID_COLUMNS, KINDS, PAYLOAD_COLUMNS,  # noqa: F401
+                      REQUEST_KINDS, describe, ends, pair, routing_steps, topic_info)
 from .records import FORMAT_VERSION, complete_record, read_records, record_problem
 
 COLUMNS = (
@@ -51,14 +54,6 @@ COLUMNS = (
 SUMMARY_COLUMNS = ("i", "dt", "kind", "from_agent", "to_agent", "method", "event", "state", "task_id",
                    "responder_agent_id", "error_code", "latency_s")
 """A narrow selection that fits a notebook: ``df[list(SUMMARY_COLUMNS)]``."""
-
-KINDS = ("discovery", "request", "pool", "reply", "event", "other", "invalid")
-"""``kind`` values: the five of ``parse_topic``, ``other`` (not ``$a2a/v1/``) and ``invalid``
-(a ``$a2a/v1/`` topic that breaks the Topic Model or Identifier Format)."""
-
-DISCOVERY = "discovery"
-EVENTS_LANE = "events"
-REQUEST_KINDS = ("request", "pool")
 
 Source = Union[str, os.PathLike, "pd.DataFrame", Iterable[dict]]
 
@@ -176,19 +171,6 @@ def _rows_frame(rows: Iterator[tuple], columns: tuple, n: int) -> pd.DataFrame:
 
 # -- 2. what the topic says --------------------------------------------------------------------------
 
-def topic_info(topic: Optional[str]) -> tuple:
-    """``TOPIC_COLUMNS`` of a topic: (kind, org, unit, agent, pool, reply_suffix) by the Topic Model."""
-    if not isinstance(topic, str):
-        return ("invalid", None, None, None, None, None)
-    try:
-        info = parse_topic(topic)
-    except ValueError:
-        return ("invalid", None, None, None, None, None)
-    if info is None:
-        return ("invalid" if is_a2a_topic(topic) else "other", None, None, None, None, None)
-    return (info.kind, info.org, info.unit, info.agent, info.pool, info.reply_suffix)
-
-
 def topic_frame(topics: pd.Series) -> pd.DataFrame:
     """``TOPIC_COLUMNS`` for each topic; each distinct topic is parsed once (``pd.factorize``)."""
     codes, distinct = pd.factorize(topics, use_na_sentinel=False)
@@ -197,14 +179,6 @@ def topic_frame(topics: pd.Series) -> pd.DataFrame:
 
 
 # -- 3. what the payload and the user properties say ---------------------------------------------------
-
-ID_COLUMNS = ("task_id", "context_id", "message_id")
-PAYLOAD_COLUMNS = ("method", "jsonrpc_id", "state", "event", "artifact_id", "append", "last_chunk", "error_code",
-                   "a2a_error")
-BINDING_COLUMNS = ("responder_agent_id", "status", "status_source")
-"""Columns read from user properties: ``a2a-responder-agent-id`` (Optional Task Handover 2),
-``a2a-status`` and ``a2a-status-source`` (Presence and Liveness 1)."""
-
 
 def message_frame(df: pd.DataFrame) -> pd.DataFrame:
     """``MESSAGE_COLUMNS`` for each row of a frame that has the recorded and topic columns.
@@ -215,7 +189,7 @@ def message_frame(df: pd.DataFrame) -> pd.DataFrame:
     """
     # read from the arrays themselves: five fresh 200k-item lists (``tolist()``) would be walked
     # item by item by every GC collection while they are young (20-30 ms each)
-    described = map(_describe, df["kind"].to_numpy(), df["payload_json"].to_numpy(), df["user_properties"].to_numpy(),
+    described = map(describe, df["kind"].to_numpy(), df["payload_json"].to_numpy(), df["user_properties"].to_numpy(),
                     df["payload_b64"].to_numpy(), df["payload_format"].to_numpy())
     columns = _transpose(described, ID_COLUMNS + PAYLOAD_COLUMNS + BINDING_COLUMNS, len(df))
     from_agent, to_agent = _ends(df)
@@ -223,158 +197,12 @@ def message_frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, index=df.index, dtype=object, copy=False)
 
 
-_NO_PROPERTIES: dict[str, str] = {}
-_NO_BINDING = (None, None, None)
-_NO_IDS = (None, None, None)
-_NOTHING = (None,) * len(PAYLOAD_COLUMNS)
-_CARD = (None, None, None, "card", None, None, None, None, None)
-_PROTECTED = (None, None, None, "protected", None, None, None, None, None)
-"""A ubsp-v1 request or reply: a JWE only its recipient reads (Optional Untrusted-Broker Security
-Profile 3-4); what the frame shows of it is its topic and MQTT properties."""
-
-
 def _ends(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(from_agent, to_agent) of each message; a reply's sender is set by ``pair_replies``.
-
-    A request goes from the agent of its Response Topic to the topic's agent, or to ``pool:{id}``
-    (Optional Pool Request Topic); a reply to the agent of its reply topic; a card from its agent
-    to ``discovery``; an event from its agent to ``events``.
-    """
-    kind, agent = df["kind"].to_numpy(), df["agent"].to_numpy()
-    from_agent, to_agent = np.full(len(df), None, dtype=object), np.full(len(df), None, dtype=object)
-
-    asking = (kind == "request") | (kind == "pool")
-    from_agent[asking] = [_sender(rt) for rt in df["response_topic"].to_numpy()[asking]]
-    publishing = (kind == "discovery") | (kind == "event")
-    from_agent[publishing] = agent[publishing]
-
-    addressed = (kind == "request") | (kind == "reply")
-    to_agent[addressed] = agent[addressed]
-    pooled = kind == "pool"
-    to_agent[pooled] = ["pool:" + pool for pool in df["pool"].to_numpy()[pooled]]
-    to_agent[kind == "discovery"] = DISCOVERY
-    to_agent[kind == "event"] = EVENTS_LANE
-    return from_agent, to_agent
-
-
-@lru_cache(maxsize=4096)
-def _sender(response_topic: Optional[str]) -> Optional[str]:
-    """The agent a Response Topic belongs to (``$a2a/v1/reply/{org}/{unit}/{agent}/...``)."""
-    return topic_info(response_topic)[3]
-
-
-def _describe(kind: str, payload: Any, pairs: Any, binary: Optional[str], pfi: Any) -> tuple:
-    """``ID_COLUMNS + PAYLOAD_COLUMNS + BINDING_COLUMNS`` of one message, by its kind
-    (replies first: most messages are). ``pairs``: its recorded user properties."""
-    props = P.as_dict(pairs) if pairs else _NO_PROPERTIES
-    binding = (props.get(P.RESPONDER_AGENT_ID), props.get(P.STATUS), props.get(P.STATUS_SOURCE)) if props \
-        else _NO_BINDING
-    if props and P.SECURITY_PROFILE in props and (kind == "reply" or kind in REQUEST_KINDS):
-        return _NO_IDS + _PROTECTED + binding
-    if kind == "reply":
-        fields = _reply_fields(payload, props, binary, pfi)
-    elif kind in REQUEST_KINDS:
-        fields = _request_fields(payload)
-    elif kind == "discovery":
-        fields = _NOTHING if payload is None else _CARD
-    elif kind == "event":
-        fields = _NOTHING
-    else:
-        return _NO_IDS + _NOTHING + binding  # not a profile topic: only its user properties are read
-    tid, cid, mid = ids = task_ids_of(payload, props)
-    if not ((tid is None or type(tid) is str) and (cid is None or type(cid) is str)
-            and (mid is None or type(mid) is str)):  # a peer's Task.id that is a number or a list: no identifier
-        ids = (tid if type(tid) is str else None, cid if type(cid) is str else None,
-               mid if type(mid) is str else None)
-    return ids + fields + binding
-
-
-def _text(value: Any) -> Optional[str]:
-    """A value the profile says is a string (method, state, artifactId, a2a_error), else None."""
-    return value if type(value) is str else None
-
-
-_RID_TYPES = (str, int)
-"""What a JSON-RPC id is (a string or an integer; null is None)."""
-
-
-def _rid(value: Any) -> Any:
-    """A JSON-RPC id (a string or an integer), else None."""
-    return value if type(value) in _RID_TYPES else None
-
-
-def _request_fields(payload: Any) -> tuple:
-    """``PAYLOAD_COLUMNS`` of a request: its JSON-RPC method and id."""
-    if type(payload) is not dict:
-        return _NOTHING
-    method, rid = payload.get("method"), payload.get("id")
-    return (method if type(method) is str else None, rid if type(rid) in _RID_TYPES else None,
-            None, None, None, None, None, None, None)
-
-
-def _reply_fields(payload: Any, props: dict, binary: Optional[str], pfi: Any) -> tuple:
-    """``PAYLOAD_COLUMNS`` of a reply or stream item: which event it is and what it carries.
-
-    A JSON-RPC result is a status update, an artifact update, a Task (wrapped, or bare from
-    GetTask/CancelTask), a Message or another result (Streaming Reply Mapping 3-7); an error
-    reply has a code and maybe ``data.a2a_error`` (Binding-Specific Error Mapping 5); a non-JSON
-    payload is a native binary chunk (Optional MQTT Native Binary Artifact Mode 5-8).
-
-    The tuples here (and in ``_result_fields``) list ``PAYLOAD_COLUMNS`` in order: method, jsonrpc_id,
-    state, event, artifact_id, append, last_chunk, error_code, a2a_error. Plain tuples, not a
-    NamedTuple: this runs once per recorded message.
-    """
-    if type(payload) is dict:
-        rid = _rid(payload.get("id"))
-        result = payload.get("result")
-        if type(result) is dict:
-            return _result_fields(result, rid)
-        if "error" in payload:
-            code, marker = _error_fields(payload["error"])
-            return (None, rid, None, "error", None, None, None, code, marker)
-        return (None, rid, None, "result" if "result" in payload else None, None, None, None, None, None)
-    if payload is None and binary:
-        if pfi == 0 or P.EVENT_TYPE in props:
-            last = props.get(P.LAST_CHUNK)
-            return (None, None, None, "binary", props.get(P.ARTIFACT_ID), None,
-                    None if last is None else last == "true", None, None)
-        return (None, None, None, "binary", None, None, None, None, None)
-    return _NOTHING
-
-
-def _result_fields(result: dict, rid: Any) -> tuple:
-    """``PAYLOAD_COLUMNS`` of a JSON-RPC result with id ``rid``: which event, which state or artifact."""
-    update = result.get("statusUpdate")
-    if type(update) is dict:
-        return (None, rid, _state_of(update), "status", None, None, None, None, None)
-    update = result.get("artifactUpdate")
-    if type(update) is dict:
-        artifact = update.get("artifact")
-        aid = _text(artifact.get("artifactId")) if type(artifact) is dict else None
-        return (None, rid, None, "artifact", aid, update.get("append") is True, update.get("lastChunk") is True,
-                None, None)
-    task = result.get("task")
-    if type(task) is not dict and is_task(result):
-        task = result  # GetTask / CancelTask answer with a bare Task
-    if type(task) is dict:
-        return (None, rid, _state_of(task), "task", None, None, None, None, None)
-    event = "message" if type(result.get("message")) is dict else "result"
-    return (None, rid, None, event, None, None, None, None, None)
-
-
-def _state_of(body: dict) -> Optional[str]:
-    """``status.state`` of a Task or a status update."""
-    status = body.get("status")
-    return _text(status.get("state")) if type(status) is dict else None
-
-
-def _error_fields(error: Any) -> tuple:
-    """(code, data.a2a_error) of a JSON-RPC error object."""
-    if type(error) is not dict:
-        return (None, None)
-    data = error.get("data")
-    code = error.get("code")
-    return (code if type(code) is int else None, _text(data.get("a2a_error")) if type(data) is dict else None)
+    """(from_agent, to_agent) of each message (``reading.ends``); a reply's sender is set by ``pair_replies``."""
+    both = map(ends, df["kind"].to_numpy(), df["agent"].to_numpy(), df["pool"].to_numpy(),
+               df["response_topic"].to_numpy())
+    columns = _transpose(both, ("from_agent", "to_agent"), len(df))
+    return columns["from_agent"], columns["to_agent"]
 
 
 # -- 4. replies joined to their requests ---------------------------------------------------------------
@@ -382,28 +210,18 @@ def _error_fields(error: Any) -> tuple:
 def pair_replies(df: pd.DataFrame) -> pd.DataFrame:
     """Join each reply to its request by Correlation Data (Request/Reply Mapping 3).
 
-    ``pd.merge_asof`` finds the latest earlier request with the same Correlation Data; a reply
+    ``reading.pair`` finds the latest earlier request with the same Correlation Data; a reply
     with none gets the last request that used it (a reply recorded before its request). The reply
     then takes the request's ``method``, ``latency_s`` (time since the request), ``from_agent``
     when no ``a2a-responder-agent-id`` names the responder (the agent the request addressed), and
     its Task.id/contextId when it names no Task.id (error replies).
     """
     df = df.assign(request_i=None, latency_s=np.nan)
-    kind, correlated = df["kind"].to_numpy(), df["correlation"].notna().to_numpy()
+    kind = df["kind"].to_numpy()
     is_reply = kind == "reply"
-    requests = df.loc[((kind == "request") | (kind == "pool")) & correlated, ["i", "correlation"]]
-    replies = df.loc[is_reply & correlated, ["i", "correlation"]]
-    if len(requests) and len(replies):
-        earlier = pd.merge_asof(replies, requests.rename(columns={"i": "request"}), left_on="i",
-                                right_on="request", by="correlation", direction="backward")
-        found = earlier["request"]
-        unmatched = found.isna()
-        if unmatched.any():  # replies recorded before their request: the last request with their Correlation Data
-            last = requests.drop_duplicates("correlation", keep="last").set_index("correlation")["i"]
-            found = found.fillna(earlier.loc[unmatched, "correlation"].map(last))
-        found = found.dropna().astype("int64")
-        rows, req = earlier.loc[found.index, "i"].to_numpy(), found.to_numpy()
-        _inherit(df, rows, req)
+    rows, req = pair(kind, df["correlation"].to_numpy())
+    if rows:
+        _inherit(df, np.array(rows, dtype="int64"), np.array(req, dtype="int64"))
     from_agent = df["from_agent"].to_numpy(copy=True)
     unnamed = is_reply & pd.isna(from_agent)  # a reply without its request: who it says it is from
     from_agent[unnamed] = df["responder_agent_id"].to_numpy()[unnamed]
@@ -437,6 +255,53 @@ def _inherit(df: pd.DataFrame, rows: np.ndarray, req: np.ndarray) -> None:
 def _put_column(df: pd.DataFrame, name: str, values: np.ndarray) -> None:
     """Replace a column with ``values``, keeping their dtype (pandas would make text a string dtype)."""
     df[name] = pd.Series(values, index=df.index, dtype=values.dtype, copy=False)
+
+
+# -- one analysis per call ------------------------------------------------------------------------
+
+_ANALYSIS: ContextVar[Optional[tuple[pd.DataFrame, dict]]] = ContextVar("a2a_nb_traffic_analysis", default=None)
+"""The frame a view or chart call is reading, and what was derived from it during that call."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def one_analysis(fn: Callable[Concatenate[pd.DataFrame, _P], _R]) -> Callable[Concatenate[Source, _P], _R]:
+    """Decorate a view or chart ``fn(df, ...)``: ``df`` goes through ``load_traffic`` once, and for
+    the rest of the call every ``derived`` view asked about that frame (state transitions, the
+    routing replay, task steps...) is computed once, however many helpers ask for it. Nothing is
+    kept after the call: a frame changed in place between two calls is read afresh."""
+    return _analysed(fn, memo=False)
+
+
+def derived(fn: Callable[Concatenate[pd.DataFrame, _P], _R]) -> Callable[Concatenate[Source, _P], _R]:
+    """``one_analysis``, and inside another call on the same frame its result is reused (the
+    result is shared: callers read it, never change it in place)."""
+    return _analysed(fn, memo=True)
+
+
+def _analysed(fn: Any, memo: bool) -> Any:
+    @wraps(fn)
+    def call(df: Any, *args: Any, **kwargs: Any) -> Any:
+        active = _ANALYSIS.get()
+        if active is not None and df is active[0]:
+            if not memo:
+                return fn(df, *args, **kwargs)
+            key = (fn.__module__, fn.__qualname__, args, tuple(sorted(kwargs.items())))
+            try:
+                hash(key)
+            except TypeError:  # an argument that is no key (a dict of names): computed each time
+                return fn(df, *args, **kwargs)
+            done = active[1]
+            if key not in done:
+                done[key] = fn(df, *args, **kwargs)
+            return done[key]
+        frame = load_traffic(df)
+        token = _ANALYSIS.set((frame, {}))
+        try:
+            return fn(frame, *args, **kwargs)
+        finally:
+            _ANALYSIS.reset(token)
+    return call
 
 
 # -- views ------------------------------------------------------------------------------------------
@@ -476,7 +341,8 @@ def _allowed(old: Any, new: Any) -> bool:
         return True
 
 
-def state_transitions(df: Source, strict: bool = True) -> pd.DataFrame:
+@derived
+def state_transitions(df: pd.DataFrame, strict: bool = True) -> pd.DataFrame:
     """Per task, every change of state: ``task_id, i, t, dt, state, short, previous, from_agent, event``.
 
     Read from status updates and Task snapshots in replies (Streaming Reply Mapping 5-7); a state
@@ -485,7 +351,6 @@ def state_transitions(df: Source, strict: bool = True) -> pd.DataFrame:
     terminal state; such a stale item (for example a snapshot from another publisher that arrived
     late: MQTT orders messages per publisher only) is not the task's state.
     """
-    df = load_traffic(df)
     sub = df[df["state"].notna() & df["task_id"].notna()]
     rows = []
     last: dict[str, Any] = {}
@@ -507,7 +372,8 @@ OTHER = "other"
 send it (not one of ``protocol.routing.CAUSES``)."""
 
 
-def reroutes(df: Source) -> pd.DataFrame:
+@derived
+def reroutes(df: pd.DataFrame) -> pd.DataFrame:
     """The requester's routing table, replayed from the recording: one row per reroute it made.
 
     ``protocol.routing.replay`` feeds the one ``RoutingTable`` every recorded request and reply of
@@ -517,7 +383,6 @@ def reroutes(df: Source) -> pd.DataFrame:
     ``t, dt, task_id``, ``from`` and ``to`` (an agent, or ``pool:{id}``), ``cause`` (``handover``,
     ``pool-assigned`` or ``fallback``) and ``detail``.
     """
-    df = load_traffic(df)
     positions, steps = _routing_steps(df)
     i, t, dt = df["i"].to_numpy(), df["t"].to_numpy(), df["dt"].to_numpy()
     moves = [(i[k], t[k], dt[k], r.task_id, r.from_.label, r.to.label, r.cause, r.detail)
@@ -525,7 +390,8 @@ def reroutes(df: Source) -> pd.DataFrame:
     return _frame(moves, REROUTE_COLUMNS)
 
 
-def new_responders(df: Source) -> dict[int, tuple[str, str]]:
+@derived
+def new_responders(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
     """The replies that moved their task to a new responder, ``{i: (cause, responder)}``: the
     ``reroutes`` a reply made (every one but a fallback); later replies naming the same responder
     moved nothing."""
@@ -533,7 +399,8 @@ def new_responders(df: Source) -> dict[int, tuple[str, str]]:
     return {int(i): (cause, to) for i, cause, to in zip(moves["i"], moves["cause"], moves["to"]) if cause != FALLBACK}
 
 
-def reroutes_by_task(df: Source) -> dict[str, list[tuple[int, str, str]]]:
+@derived
+def reroutes_by_task(df: pd.DataFrame) -> dict[str, list[tuple[int, str, str]]]:
     """``reroutes`` per Task.id: ``[(i, to, cause)]`` in recorded order."""
     moves: dict[str, list[tuple[int, str, str]]] = {}
     table = reroutes(df)
@@ -543,40 +410,15 @@ def reroutes_by_task(df: Source) -> dict[str, list[tuple[int, str, str]]]:
 
 
 def _routing_steps(df: pd.DataFrame) -> tuple[list[int], list[Union[Sent, Replied]]]:
-    """What ``replay`` reads, in recorded order: each request of a task (where it went, whether it
-    was answered) and each reply of a task that names a responder; with the position of each in
-    ``df`` (a part of a recording keeps its ``i``)."""
-    kind = df["kind"].to_numpy()
-    asked = (kind == "request") | (kind == "pool")
-    keep = df["task_id"].notna().to_numpy() & (asked | ((kind == "reply") & df["responder_agent_id"].notna().to_numpy()))
-    answered = set(df["request_i"].dropna())
-    columns = [df[name].to_numpy()[keep].tolist()
-               for name in ("i", "t", "task_id", "org", "unit", "agent", "pool", "responder_agent_id")]
-    positions: list[int] = []
-    steps: list[Union[Sent, Replied]] = []
-    for k, i, t, task, org, unit, agent, pool, responder, request in zip(
-            np.flatnonzero(keep).tolist(), *columns, asked[keep].tolist()):
-        if not request:
-            steps.append(Replied(task, responder, t))
-        else:
-            to = _address(org, unit, agent, pool)
-            if to is None:
-                continue
-            steps.append(Sent(task, to, t, i in answered))
-        positions.append(k)
-    return positions, steps
+    """What ``replay`` reads (``reading.routing_steps``), with the position of each in ``df`` (a
+    part of a recording keeps its ``i``)."""
+    columns = [df[name].to_numpy().tolist() for name in ("i", "t", "task_id", "org", "unit", "agent", "pool",
+                                                          "responder_agent_id", "kind")]
+    i, t, task, org, unit, agent, pool, responder, kind = columns
+    return routing_steps(i, t, task, org, unit, agent, pool, responder, kind, answered=df["request_i"].dropna())
 
 
-@lru_cache(maxsize=4096)
-def _address(org: str, unit: str, agent: Optional[str], pool: Optional[str]) -> Optional[Address]:
-    """The ``Address`` a request topic names (None when it is none the routing table could hold)."""
-    try:
-        return Address(org, unit, agent=None if pool else agent, pool=pool)
-    except ValueError:
-        return None
-
-
-def handovers(df: Source) -> pd.DataFrame:
+def handovers(df: pd.DataFrame) -> pd.DataFrame:
     """Replies whose ``a2a-responder-agent-id`` differs from the agent their request addressed.
 
     Columns ``i, t, dt, task_id, addressed, responder, cause``: the cause the routing table gives
@@ -585,7 +427,6 @@ def handovers(df: Source) -> pd.DataFrame:
     went to a pool (Optional Shared Subscription Dispatch 10). Every such reply is a row; the
     reroutes they made are ``reroutes``.
     """
-    df = load_traffic(df)
     addressed = _requests_by_row(df)
     sub = df[(df["kind"] == "reply") & df["responder_agent_id"].notna()]
     rows = []
@@ -598,7 +439,8 @@ def handovers(df: Source) -> pd.DataFrame:
     return _frame(rows, ["i", "t", "dt", "task_id", "addressed", "responder", "cause"])
 
 
-def routing_view(df: Source) -> pd.DataFrame:
+@derived
+def routing_view(df: pd.DataFrame) -> pd.DataFrame:
     """Per task operation (request with a Task.id): where it went and who answered.
 
     Columns ``task_id, i, t, dt, method, target, responder, answered, reroute, cause``. ``target``
@@ -609,7 +451,6 @@ def routing_view(df: Source) -> pd.DataFrame:
     Optional Task Handover 2-4; ``pool-assigned``, Shared Subscription Dispatch 11; ``fallback``
     to the card agent after the new agent went silent), else ``other``.
     """
-    df = load_traffic(df)
     first_reply: dict[int, Any] = {}
     sub = df[df["request_i"].notna()]
     for q, who in zip(sub["request_i"], sub["from_agent"]):
@@ -632,11 +473,11 @@ def routing_view(df: Source) -> pd.DataFrame:
                   bools=("answered", "reroute"))
 
 
-def latency_view(df: Source) -> pd.DataFrame:
+@derived
+def latency_view(df: pd.DataFrame) -> pd.DataFrame:
     """Per request: ``i, t, dt, method, target, task_id, latency_s`` (to the first reply, NaN when
     none came), ``replies`` (how many came back on its correlation) and ``error_code`` (of the
     first error reply)."""
-    df = load_traffic(df)
     first: dict[int, float] = {}
     count: dict[int, int] = {}
     err: dict[int, Any] = {}

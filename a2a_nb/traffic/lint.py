@@ -1,6 +1,6 @@
 """Conformance checks on recorded traffic: which MUST and SHOULD of the profile did it break?
 
-``check_traffic(df)`` reads the DataFrame of ``load_traffic`` and returns one row per finding:
+``check_traffic(df)`` reads a recording (anything ``load_traffic`` reads) and returns one row per finding:
 ``rule``, ``level`` (MUST / SHOULD), ``section`` (the profile section, as headed in
 ``mqtt_transport.md``), ``i`` (the message's row) and ``explanation`` (what was seen, why it
 matters, what to change). A recording only shows what crossed the broker, so rules about private
@@ -12,6 +12,11 @@ kinds)``: it gets one ``Message`` (a row of the frame, linked to its request) an
 rule in the order they are defined. ``check_traffic`` runs, for every message in recorded order,
 each rule that applies to its kind, then lets the context remember the message.
 
+A recording file or a list of records is read without pandas (``reading.py``: the same readers
+``load_traffic`` builds its columns with), so ``python -m a2a_nb lint`` and the probe run where
+pandas is not installed: ``lint_findings`` returns plain tuples; ``check_traffic`` turns them into
+a DataFrame, and reads a DataFrame (a part of a recording, say) as it is.
+
 Topic parsing, identifiers, errors, states and stream ends come from ``a2a_nb.protocol``; payloads
 are checked against the official A2A v1.0 types of ``a2a-sdk`` (``protocol.sdk_schema``: a strict
 ``ParseDict`` and the required fields), cards with ``protocol.card_schema``.
@@ -19,13 +24,12 @@ are checked against the official A2A v1.0 types of ``a2a-sdk`` (``protocol.sdk_s
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Iterable, Iterator, Optional, Union
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Union
 
 from ..protocol import errors as E
 from ..protocol import jsonrpc as J
@@ -41,7 +45,14 @@ from ..protocol.safe_text import quoted, safe_text
 from ..protocol.sdk_schema import validate_payload
 from ..protocol.streams import STREAM_SEQ, item_key, reply_ends_stream
 from ..protocol.topics import parse_topic
-from .frame import KINDS, REQUEST_KINDS, Source, load_traffic, reroutes_by_task
+from ..protocol.routing import replay
+from .reading import KINDS, REQUEST_KINDS, describe, ends, pair, routing_steps, topic_info
+from .records import FORMAT_VERSION, complete_record, read_records, record_problem
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .frame import Source
 
 MUST, SHOULD = "MUST", "SHOULD"
 FINDING_COLUMNS = ["rule", "level", "section", "i", "explanation"]
@@ -145,18 +156,68 @@ _MESSAGE_COLUMNS = ("i", "kind", "topic", "qos", "retain", "correlation", "respo
                     "event", "from_agent", "to_agent", "request_i", "payload_json")
 
 
-def messages_of(df: pd.DataFrame) -> list[Message]:
+def messages_of(df: "pd.DataFrame") -> list[Message]:
     """The rows of a traffic frame as ``Message`` objects, each reply linked to its request."""
     props = [P.as_dict(pairs) if pairs else {} for pairs in df["user_properties"]]
     binary = df["payload_b64"] if "payload_b64" in df else [None] * len(df)
     ctype = df["content_type"] if "content_type" in df else [None] * len(df)
     out = [Message(*values) for values in zip(*(df[c] for c in _MESSAGE_COLUMNS), props, binary,
                                                 df["payload_format"], ctype)]
-    by_i = {m.i: m for m in out}
-    for m in out:
+    return _linked(out)
+
+
+def _linked(messages: list[Message]) -> list[Message]:
+    by_i = {m.i: m for m in messages}
+    for m in messages:
         if m.request_i is not None:
             m.request = by_i.get(m.request_i)
-    return out
+    return messages
+
+
+def read_messages(source: Any) -> tuple[list[Message], dict[str, list[tuple[int, str, str]]]]:
+    """A recording file or a list of record dicts as ``Message`` objects (as ``load_traffic`` would
+    read them, without pandas) and the routing table's reroutes per Task.id (``frame.reroutes_by_task``).
+
+    Raises ``ValueError`` naming the first record that is none (a file: ``read_records``)."""
+    records = read_records(source) if isinstance(source, (str, os.PathLike)) else list(source)
+    records = [complete_record(k, r) for k, r in enumerate(records)]
+    for k, rec in enumerate(records):
+        problem = record_problem({"v": FORMAT_VERSION, **rec})
+        if problem is not None:
+            raise ValueError(f"record {k}: {problem}")
+    topics: dict[Any, tuple] = {}
+    msgs: list[Message] = []
+    where: list[tuple] = []  # (org, unit, agent, pool, responder) of each message, for the routing replay
+    for k, rec in enumerate(records):
+        topic = rec["topic"]
+        kind, org, unit, agent, pool, _ = topics.get(topic) or topics.setdefault(topic, topic_info(topic))
+        pairs = rec["user_properties"]
+        ids_fields = describe(kind, rec["payload_json"], pairs, rec["payload_b64"], rec["payload_format"])
+        sender, receiver = ends(kind, agent, pool, rec["response_topic"])
+        msgs.append(Message(k, kind, topic, rec["qos"], rec["retain"], rec["correlation"], rec["response_topic"],
+                            ids_fields[3], ids_fields[0], ids_fields[6], sender, receiver, None, rec["payload_json"],
+                            P.as_dict(pairs) if pairs else {}, rec["payload_b64"], rec["payload_format"],
+                            rec["content_type"]))
+        where.append((org, unit, agent, pool, ids_fields[12]))
+    rows, req = pair([m.kind for m in msgs], [m.correlation for m in msgs])
+    for k, q in zip(rows, req):  # a reply takes from its request what frame.pair_replies gives it
+        m, r = msgs[k], msgs[q]
+        m.request_i, m.method = q, r.method
+        m.from_agent = where[k][4] if where[k][4] is not None else r.to_agent
+        if m.task_id is None:
+            m.task_id = r.task_id
+    for m, w in zip(msgs, where):
+        if m.kind == "reply" and m.from_agent is None:
+            m.from_agent = w[4]
+    org, unit, agent, pool, responder = zip(*where) if where else ((),) * 5
+    positions, steps = routing_steps([m.i for m in msgs], [r["t"] for r in records], [m.task_id for m in msgs],
+                                     org, unit, agent, pool, responder, [m.kind for m in msgs],
+                                     answered=(m.request_i for m in msgs if m.request_i is not None))
+    moves: dict[str, list[tuple[int, str, str]]] = {}
+    for k, move in zip(positions, replay(steps)):
+        if move is not None:
+            moves.setdefault(str(move.task_id), []).append((k, move.to.label, move.cause))
+    return _linked(msgs), moves
 
 
 @dataclass
@@ -640,17 +701,25 @@ def card_schema(m: Message, ctx: Context) -> Iterator[str]:
 
 # -- running the rules --------------------------------------------------------------------------------
 
-def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
-    """Every finding in a recording: columns ``rule, level, section, i, explanation``.
+Finding = tuple[str, str, str, int, str]
+"""One finding: ``(rule, level, section, i, explanation)`` (``FINDING_COLUMNS``)."""
+Findings = Union["pd.DataFrame", list[Finding]]
 
-    ``df`` is anything ``load_traffic`` accepts. ``schema=False`` skips the a2a-sdk payload checks
-    (about 0.1 ms per message). Findings are sorted by message, then rule.
-    """
-    df = load_traffic(df)
-    messages = messages_of(df)
-    ctx = Context(schema=schema, answered={m.request_i for m in messages if m.request_i is not None},
-                  moves=reroutes_by_task(df))
-    found: list[tuple] = []
+
+def lint_findings(source: Any, schema: bool = True) -> list[Finding]:
+    """Every finding in a recording, as tuples sorted by message, then level and rule.
+
+    ``source``: a recording file, a list of record dicts (both read without pandas) or a frame of
+    ``load_traffic``. ``schema=False`` skips the a2a-sdk payload checks (about 0.1 ms per message)."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(source, pd.DataFrame):
+        from .frame import reroutes_by_task
+
+        messages, moves = messages_of(source), reroutes_by_task(source)
+    else:
+        messages, moves = read_messages(source)
+    ctx = Context(schema=schema, answered={m.request_i for m in messages if m.request_i is not None}, moves=moves)
+    found: list[Finding] = []
     for m in messages:
         for r, kinds, check in _CHECKS:
             if m.kind in kinds:
@@ -658,31 +727,47 @@ def check_traffic(df: Source, schema: bool = True) -> pd.DataFrame:
                     level, text = note if isinstance(note, tuple) else (r.level, note)
                     found.append((r.id, level, r.section, int(m.i), text))
         ctx.remember(m)
+    return sorted(found, key=lambda f: (f[3], f[1], f[0]))
 
-    out = pd.DataFrame(found, columns=FINDING_COLUMNS)
-    if not out.empty:
-        out = out.sort_values(["i", "level", "rule"], kind="stable").reset_index(drop=True)
+
+def check_traffic(df: "Source", schema: bool = True) -> "pd.DataFrame":
+    """Every finding in a recording: columns ``rule, level, section, i, explanation``.
+
+    ``df`` is anything ``load_traffic`` accepts. ``schema=False`` skips the a2a-sdk payload checks
+    (about 0.1 ms per message). Findings are sorted by message, then rule.
+    """
+    import pandas as pd
+
+    if not isinstance(df, (str, os.PathLike, list, pd.DataFrame)):  # a Recorder, an iterable of records
+        from .frame import load_traffic
+
+        df = load_traffic(df)
+    out = pd.DataFrame(lint_findings(df, schema=schema), columns=FINDING_COLUMNS)
     out["i"] = out["i"].astype("int64")
     return out
 
 
 # -- files and the command line ----------------------------------------------------------------------
 
-def exit_code(findings: pd.DataFrame) -> int:
+def _levels(findings: Findings) -> list[str]:
+    return [f[1] for f in findings] if isinstance(findings, list) else list(findings["level"])
+
+
+def exit_code(findings: Findings) -> int:
     """1 when any MUST finding is present, else 0."""
-    return int(bool((findings["level"] == MUST).any())) if len(findings) else 0
+    return int(MUST in _levels(findings))
 
 
-def lint_file(path: str, schema: bool = True) -> tuple[pd.DataFrame, int]:
+def lint_file(path: str, schema: bool = True) -> tuple["pd.DataFrame", int]:
     """Lint a recording file: ``(findings, exit_code)``; exit code 1 on any MUST violation."""
-    findings = check_traffic(load_traffic(path), schema=schema)
+    findings = check_traffic(path, schema=schema)
     return findings, exit_code(findings)
 
 
-def summary(findings: pd.DataFrame, messages: Optional[int] = None, name: str = "traffic") -> str:
+def summary(findings: Findings, messages: Optional[int] = None, name: str = "traffic") -> str:
     """One line: counts by level and the verdict."""
-    must = int((findings["level"] == MUST).sum()) if len(findings) else 0
-    should = int((findings["level"] == SHOULD).sum()) if len(findings) else 0
+    levels = _levels(findings)
+    must, should = levels.count(MUST), levels.count(SHOULD)
     n = f"{messages} messages, " if messages is not None else ""
     verdict = "FAIL (MUST violations)" if must else "OK"
     return f"{name}: {n}{must} MUST and {should} SHOULD finding(s): {verdict}"
@@ -702,17 +787,17 @@ def _printable(text: str) -> str:
     return safe_text(_LONG_WORD.sub(lambda m: m.group()[:WORD_CHARS - 1] + "…", text), SHOWN_CHARS)
 
 
-def format_findings(findings: pd.DataFrame, width: int = 100) -> str:
+def format_findings(findings: Findings, width: int = 100) -> str:
     """A readable table: one header line per finding, the explanation (cut to ``SHOWN_CHARS``,
     control characters escaped) wrapped below it."""
     import textwrap
 
-    if findings.empty:
+    rows = findings if isinstance(findings, list) else list(zip(*(findings[c] for c in FINDING_COLUMNS)))
+    if not rows:
         return "no findings"
     lines = []
-    w_rule = max(len(r) for r in findings["rule"])
-    for rule, level, section, i, text in zip(findings["rule"], findings["level"], findings["section"],
-                                             findings["i"], findings["explanation"]):
+    w_rule = max(len(r[0]) for r in rows)
+    for rule, level, section, i, text in rows:
         lines.append(f"#{i:<5} {level:<6} {rule:<{w_rule}}  [{section}]")
         lines.extend(textwrap.wrap(_printable(str(text)), width=width, initial_indent="       ",
                                    subsequent_indent="       "))
@@ -723,11 +808,11 @@ def main_lint(path: str, schema: bool = True, out=None) -> int:
     """Print the findings of a recording and a one-line summary; return the exit code."""
     out = out or sys.stdout
     try:
-        df = load_traffic(path)
+        records = read_records(path)
+        findings = lint_findings(records, schema=schema)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    findings = check_traffic(df, schema=schema)
     print(format_findings(findings), file=out)
-    print(summary(findings, len(df), str(path)), file=out)
+    print(summary(findings, len(records), str(path)), file=out)
     return exit_code(findings)

@@ -33,6 +33,7 @@ from a2a_nb.protocol.jsonrpc import PARAMS_TYPE
 from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.story.cast import TicketDesk, desk_card, echo_card, echo_handler
 from tests.sdk_check import assert_valid
+from tests.without_pandas import run_without_pandas
 
 CORE_BUDGET_S = 10.0
 """The issue's bound for the whole Core probe of a local agent."""
@@ -233,6 +234,22 @@ def test_cli_json_and_junit_exit_1_on_a_must_failure(broker_url, tmp_path):
     suite = ET.parse(junit).getroot()
     assert int(suite.get("tests")) == len(report["checks"]) and int(suite.get("failures")) == len(
         [c for c in report["checks"] if c["verdict"] == FAIL])
+
+
+def test_cli_probe_runs_without_pandas_as_with_it(broker_url):
+    """The probe and the traffic lint it runs at its end need no pandas: the same verdicts either way."""
+    agent = careless_agent(unit="probe-nopandas", broker=broker_url)
+    args = ("probe", "careless", "--unit", "probe-nopandas", "--json", "--timeout", "0.5")
+    env = {**os.environ, ENV_URL: broker_url}
+    try:
+        without = run_without_pandas(*args, timeout=60, env=env)
+        with_pandas = subprocess.run([sys.executable, "-m", "a2a_nb", *args], capture_output=True, text=True,
+                                     timeout=60, env=env)
+    finally:
+        agent.stop()
+    assert without.returncode == with_pandas.returncode == 1, without.stderr
+    verdicts = [[(c["check"], c["verdict"]) for c in json.loads(done.stdout)["checks"]] for done in (without, with_pandas)]
+    assert verdicts[0] == verdicts[1]  # the traffic lint ran over the probe's traffic in both
 
 
 def test_a_desk_that_checks_bearer_tokens_over_tls():
