@@ -265,6 +265,40 @@ as_described(
 )
 
 # %% [markdown]
+# ## Step 6b. The operator swaps an answer
+#
+# The operator cannot forge an answer, but it kept every sealed reply. Could it hand the coordinator the
+# answer to an *earlier* request when it asks again (the old "PAY 10 EUR TO ALICE" reply for "PAY 9000
+# EUR TO BOB")? No: every sealed reply and stream item names the request it answers (its `jti`,
+# Correlation Data and JSON-RPC id, inside the signed part), and the requester refuses any other.
+#
+# **What ubsp-v1 guarantees:** the broker cannot read a payload, change it, forge one in the name of an
+# agent whose keys come from a trusted host, replay a request (also after the agent restarts), or answer
+# one request with another's reply. **What it does not:** topics, who talks to whom, when and how much,
+# Correlation Data and the `a2a-` user properties stay readable; the broker can still drop or delay
+# anything, or make a request fail (a refusal may come in plaintext); a stolen agent key or a compromised
+# key host defeats it; a retried request may run twice.
+
+# %%
+from a2a_nb.ubsp.keys import SealError
+
+coordinator.get_task(stream.task_id)                      # one more sealed exchange: a fresh answer
+operator.wait_idle(0.2)
+kept = from_record([r for r in operator.records if "/reply/" in r["topic"]][-1])
+next_call = ("jti-of-the-next-request", os.urandom(16), "id-of-the-next-call")   # what the coordinator sends next
+swapped = replace(kept, correlation_data=next_call[1])    # the operator answers it with the kept reply
+try:
+    coordinator.ubsp.open_reply(swapped, "acme", UNIT, answers=next_call)
+    why = "taken"
+except SealError as exc:
+    why = str(exc)
+print("the coordinator says:", why.split(" (")[0])
+as_described(
+    said("an answer captured from one exchange is refused as the answer to another",
+         "answers another request" in why, True),
+)
+
+# %% [markdown]
 # ## Step 7. Your turn
 #
 # **Look inside with the key you hold.** The operator's frame says only `protected` for the last
