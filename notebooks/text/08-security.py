@@ -112,7 +112,7 @@ print("ready")
 broker = SecureBroker(cast=("coordinator", "discovery", "echo", "ticket-desk"), pools={},
                       observers=("recorder",)).start()
 print("listening with TLS:", broker.endpoint.tls)
-print("files:", ", ".join(sorted(p.name for p in broker.folder.iterdir() if p.suffix != ".log")))
+print("files:", ", ".join(sorted(p.name for p in broker.folder.iterdir() if p.suffix not in (".log", ".so"))))
 print("accounts:", ", ".join(broker.users))
 
 # %% [markdown]
