@@ -54,7 +54,11 @@ def cmd_record(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from ..traffic.records import existing_recording
 
-    existing_recording(args.file)  # a missing file is said at once, before pandas loads (seconds)
+    try:
+        existing_recording(args.file)  # a missing file is said at once, before pandas loads (seconds)
+    except (FileNotFoundError, IsADirectoryError) as exc:  # as main_lint says it: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from ..traffic.lint import main_lint
 
     if getattr(args, "json", False):

@@ -165,10 +165,12 @@ class SketchAgent:
         self.session.publish_then(MqttMessage(msg.response_topic, encode_json(payload), qos=1, correlation_data=corr),
                                   lambda ack: None)
 
-    def stop(self) -> None:
-        """Say offline on the card (while still connected), then disconnect (and the helper, if any)."""
+    def stop(self, forget: bool = False) -> None:
+        """Say offline on the card (while still connected), then disconnect (and the helper, if any).
+        ``forget``: clear the retained card instead, so no later lesson on the same broker finds it."""
         if self.card is not None and not self.session.closed:
-            self.session.publish(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT))
+            gone = MqttMessage(topics.discovery_topic(self.org, self.unit, self.agent), b"", qos=1, retain=True)
+            self.session.publish(gone if forget else self._card_message(properties.OFFLINE, properties.SOURCE_AGENT))
         self.session.close()
         if self.helper is not None:
             self.helper.stop()

@@ -763,7 +763,7 @@ for check in ("task-id-echo", "correlation-binary"):
     row = failed.loc[check]
     print(f"{check} ({row['rule']}, {row['level']}, {row['section']}):\n  {row['remark']}\n")
 story_desk.stop()
-sloppy.stop()
+sloppy.stop(forget=True)   # an example agent: its card goes with it
 
 # %%
 habits = {"its own Task.id": "task-id-echo", "Correlation Data as text": "correlation-binary"}

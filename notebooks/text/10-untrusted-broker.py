@@ -268,9 +268,9 @@ as_described(
 # ## Step 6b. The operator swaps an answer
 #
 # The operator cannot forge an answer, but it kept every sealed reply. Could it hand the coordinator the
-# answer to an *earlier* request when it asks again (the old "PAY 10 EUR TO ALICE" reply for "PAY 9000
-# EUR TO BOB")? No: every sealed reply and stream item names the request it answers (its `jti`,
-# Correlation Data and JSON-RPC id, inside the signed part), and the requester refuses any other.
+# answer to an *earlier* request when it asks again? No: every sealed reply and stream item names the
+# request it answers (its `jti`, Correlation Data and JSON-RPC id, inside the signed part), so an answer
+# captured from one exchange is refused as the answer to another.
 #
 # **What ubsp-v1 guarantees:** the broker cannot read a payload, change it, forge one in the name of an
 # agent whose keys come from a trusted host, replay a request (also after the agent restarts), or answer

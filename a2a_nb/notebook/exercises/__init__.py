@@ -19,6 +19,8 @@ One module per lesson (``lesson01`` ... ``lesson09``) holds that lesson's checks
 """
 from __future__ import annotations
 
+from ...error_base import A2ANbError
+
 import html
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +68,7 @@ def unanswered(exercise: str, answer: Any) -> Feedback | None:
     return None
 
 
-class ReferenceNotRight(AssertionError):
+class ReferenceNotRight(A2ANbError, AssertionError):
     """A lesson's reference answer no longer passes its check (the kit changed under the lesson)."""
 
 
