@@ -334,7 +334,7 @@ def test_each_pooled_request_is_claimed_once_by_the_member_that_answers_it(broke
     by_correlation = Counter(m.correlation_data for m in claims)
     assert len(by_correlation) == n and set(by_correlation.values()) == {1}, by_correlation
     for r in replies:
-        (claim,) = [m for m in claims if m.correlation_data == bytes.fromhex(r.attempts[-1].correlation)]
+        (claim,) = [m for m in claims if m.correlation_data == r.attempts[-1].correlation.encode()]
         assert claim.topic == pools.claims_topic(ORG, unit, pool, r.responder) and claim.payload == b""
     assert Counter(t for _, t in work.runs) == Counter(r.task_id for r in replies)
     deadline = time.time() + 2  # the members read the same claims
