@@ -15,10 +15,7 @@ import json
 import threading
 from typing import Any, Optional
 
-from a2a.helpers.proto_helpers import get_message_text, new_text_message
-from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
-from a2a.server.events.event_queue_v2 import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP
@@ -32,17 +29,9 @@ from a2a_nb.mqtt.broker import BrokerEndpoint
 from a2a_nb.mqtt.session import paho_client
 from a2a_nb.story.cast import echo_card
 from tests.probe.hostile_agent import take_requests
+from tests.sdk.executors import EchoExecutor
 
 ORG = "acme"
-
-
-class EchoExecutor(AgentExecutor):
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        text = get_message_text(context.message) if context.message else ""
-        await event_queue.enqueue_event(new_text_message(f"echo: {text}", context_id=context.context_id))
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise RuntimeError("nothing to cancel: echo answers at once")
 
 
 def _dict(msg: Any) -> dict:
