@@ -8,6 +8,7 @@ agent names never meet another worker's.
 """
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 
@@ -54,6 +55,16 @@ def private_broker():
     """A broker of the test's own, for tests that stop or restart it."""
     with EmbeddedBroker() as b:
         yield b
+
+
+@pytest.fixture(autouse=True)
+def _log_levels_as_found():
+    """A test that runs the command line in-process sets the root logger to ERROR (``configure_logging``);
+    the next test's ``caplog`` would then see no warnings. Put the levels back after each test."""
+    levels = {name: logging.getLogger(name).level for name in ("", "paho")}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 @pytest.fixture(autouse=True)

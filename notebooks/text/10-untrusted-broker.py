@@ -168,7 +168,7 @@ for key, value in first.user_properties:
     print(f"  {key} = {value}")
 frame = operator.frame()
 ours = frame[(frame["unit"] == UNIT) & frame["kind"].isin(["request", "reply"])]
-print(ours.tail(3)[["kind", "from_agent", "to_agent", "event", "method", "task_id"]])
+print(ours.tail(3)[["kind", "from_agent", "to_agent", "event", "method", "task_id"]].to_string(index=False))
 
 # %%
 as_described(

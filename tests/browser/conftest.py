@@ -90,9 +90,9 @@ class Lab:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab(broker_url, tmp_path_factory):
-    """JupyterLab on a copy of the notebooks, started once and stopped at the end."""
+    """JupyterLab on a copy of the notebooks, started once and stopped after the last browser test."""
     reason = _missing()
     if reason:
         pytest.skip(reason)
@@ -140,9 +140,14 @@ def lab(broker_url, tmp_path_factory):
             proc.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(lab):
-    """Debian's Chromium, headless, with a fresh profile."""
+    """Debian's Chromium, headless, with a fresh profile.
+
+    Package-scoped on purpose: while playwright's sync API is alive its event loop counts as running in
+    the main thread, so every later ``asyncio.run`` (the SDK tests) would fail with "cannot be called
+    from a running event loop". Stopping it after tests/browser gives the rest of the suite a clean thread.
+    """
     from playwright.sync_api import sync_playwright
 
     profile = tempfile.mkdtemp(prefix="a2a-chromium-")

@@ -58,7 +58,7 @@ def test_record_out_dash_writes_json_lines_to_stdout(echo, env, tmp_path):
 def test_debug_is_taken_after_the_command_too(tmp_path, flag):
     out = subprocess.run(CLI + ["lint", str(tmp_path / "missing.jsonl"), flag], capture_output=True, text=True,
                          timeout=60)
-    assert out.returncode == 1 and "Traceback" in out.stderr and "no recording at" in out.stderr
+    assert out.returncode == 2 and "Traceback" in out.stderr and "no recording at" in out.stderr
 
 
 def test_lint_says_a_file_is_missing_before_loading_pandas(tmp_path):
