@@ -23,11 +23,12 @@ lab: lab-setup
 ## every test: the linter (ruff) and the type checker (mypy), both configured in pyproject.toml, unit, integration against a real Mosquitto,
 ## the widgets in a real JupyterLab (tests/browser: skipped, saying why, where chromium or playwright
 ## is missing), notebooks with nbval; then the session and role integration tests again on the oldest
-## paho-mqtt pyproject.toml allows (a second venv)
+## paho-mqtt pyproject.toml allows (a second venv). pytest-xdist runs the tests on 2 workers, each with its own
+## Mosquitto; a file's tests (a notebook's cells) stay together, the browser tests are one group (tests/conftest.py)
 test: test-setup
 	$(PY) -m ruff check a2a_nb benchmarks tests scripts
 	$(PY) -m mypy
-	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/sanitize.cfg -p no:cacheprovider
+	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs -n 2 --dist loadgroup tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/sanitize.cfg -p no:cacheprovider
 	$(MAKE) --no-print-directory test-paho-oldest
 
 ## the browser tests alone: one JupyterLab, Debian's chromium driven by playwright (skipped, saying why,

@@ -32,6 +32,19 @@ def pytest_sessionstart(session):
         os.environ[ENV_URL] = _session_broker.url
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n 2 --dist loadgroup`` (``make test``) a worker runs whole groups: the tests of
+    one file together (a notebook's cells share one kernel and run in order; a module's fixtures are set
+    up once), and every browser test in one group (one JupyterLab and one Chromium, not one per worker).
+    Runs before pytest-xdist reads the marks."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            path = item.path.relative_to(config.rootpath) if item.path.is_relative_to(config.rootpath) else item.path
+            group = "browser" if path.parts[:2] == ("tests", "browser") else str(path)
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def _is_xdist_controller(config) -> bool:
     """This process hands tests to pytest-xdist workers and runs none itself."""
     return not os.environ.get("PYTEST_XDIST_WORKER") and bool(getattr(config.option, "numprocesses", None))

@@ -855,7 +855,11 @@ class Session:
 
     def unsubscribe(self, filter_: str, timeout: float = 5.0, handler: Optional[Handler] = None) -> None:
         """Stop ``handler``'s share of ``filter_`` (others subscribed to it keep it), or, without a
-        handler or when it was the last one, the whole subscription (UNSUBSCRIBE, waiting for the UNSUBACK)."""
+        handler or when it was the last one, the whole subscription (UNSUBSCRIBE, waiting for the UNSUBACK).
+
+        The subscription's handler keeps its messages until the UNSUBACK (or ``timeout``): the broker may
+        still deliver what it matched before it saw the UNSUBSCRIBE (MQTT 5 §3.10.4), and such a message
+        is the subscriber's, not "a topic this client never subscribed to"."""
         with self._cond:
             present = next((h for s, h in self._subs if s.filter == filter_), None)
             rest = Fanout.without(present, handler) if handler is not None else None
@@ -863,16 +867,17 @@ class Session:
                 self._subs = [(s, rest if s.filter == filter_ else h) for s, h in self._subs]
                 self._route_cache = {}
                 return
-            self._subs = [(s, h) for s, h in self._subs if s.filter != filter_]
-            self._route_cache = {}
-        if self._closed:
-            return
-        rc, mid = self._client.unsubscribe(filter_)
-        if rc != mqtt.MQTT_ERR_SUCCESS:
-            return
-        with self._cond:
-            self._cond.wait_for(lambda: mid in self._unsubacks or self._closed, timeout)
-            self._unsubacks.discard(mid)
+        try:
+            if not self._closed:
+                rc, mid = self._client.unsubscribe(filter_)
+                if rc == mqtt.MQTT_ERR_SUCCESS:
+                    with self._cond:
+                        self._cond.wait_for(lambda: mid in self._unsubacks or self._closed, timeout)
+                        self._unsubacks.discard(mid)
+        finally:
+            with self._cond:
+                self._subs = [(s, h) for s, h in self._subs if s.filter != filter_]
+                self._route_cache = {}
 
     def delivers_shared_dollar_topics(self, probe_topic: str, wait: float = 1.0) -> bool:
         """Does this broker deliver ``$share/...`` subscriptions on topics starting with ``$``?

@@ -56,9 +56,12 @@ def test_record_out_dash_writes_json_lines_to_stdout(echo, env, tmp_path):
 
 @pytest.mark.parametrize("flag", ["--debug", "-v"])
 def test_debug_is_taken_after_the_command_too(tmp_path, flag):
-    out = subprocess.run(CLI + ["lint", str(tmp_path / "missing.jsonl"), flag], capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 2 and "Traceback" in out.stderr and "no recording at" in out.stderr
+    """A failure after the flag's parse: without the flag one line, with it Python's traceback (exit 1)."""
+    bad = ["serve-sdk", "no_such_module_here:factory"]
+    quiet = subprocess.run(CLI + bad, capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr and "cannot import" in quiet.stderr
+    out = subprocess.run(CLI + bad + [flag], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "Traceback" in out.stderr and "cannot import" in out.stderr
 
 
 def test_lint_says_a_file_is_missing_before_loading_pandas(tmp_path):

@@ -391,3 +391,16 @@ def test_two_handlers_of_one_filter_both_get_every_message_and_one_can_leave(bro
     s.unsubscribe(filter_, handler=second.append)
     pub.publish(MqttMessage(f"$a2a/v1/event/acme/{unit}/writer", b"2"))
     assert wait_until(lambda: len(first) == 2, 3) and len(second) == 1, "the other reader keeps the subscription"
+
+
+def test_a_message_matched_before_the_unsubscribe_is_still_the_subscriber_s(broker_url):
+    """The broker may deliver what it matched before it saw the UNSUBSCRIBE (MQTT 5 §3.10.4): the
+    handler gets it, and it is never dropped as "a topic this client never subscribed to"."""
+    pub = Session("acme", "unsub-race", "pub", broker=broker_url)
+    sub = Session("acme", "unsub-race", "sub", broker=broker_url)
+    topic, got = "a2a-nb-test/unsub-race", []
+    for i in range(40):
+        sub.subscribe(topic, handler=got.append)
+        assert pub.publish(MqttMessage(topic, str(i).encode(), qos=1)).reason_code == 0  # the broker matched it
+        sub.unsubscribe(topic)
+    assert sub.unsolicited == 0 and [m.payload for m in got] == [str(i).encode() for i in range(40)]

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "requirements.txt"
 TEST = ROOT / "requirements-test.txt"
-TEST_TOOLS = {"pytest", "pytest-timeout", "nbval", "hypothesis", "mypy", "ruff", "playwright"}
+TEST_TOOLS = {"pytest", "pytest-timeout", "pytest-xdist", "nbval", "hypothesis", "mypy", "ruff", "playwright"}
 """What only the tests use: none of it belongs in a learner's install."""
 TEST_APT = {"chromium", "gcc", "mosquitto-dev", "libmosquitto-dev"}
 """Debian packages only the tests use: the browser tests' chromium, the status plugin's compiler and headers."""
