@@ -37,7 +37,7 @@
 # - what only MQTT gives: [handover](glossary.md#Handover) routing, presence, pools.
 #
 # ## Time needed
-# About 20 minutes. Run All takes about 3 seconds.
+# About 25 minutes. Run All takes about 3 seconds.
 #
 # ## Prerequisites
 # - [02 · Send and track](02-send-and-track.ipynb) (requests, Correlation Data,
