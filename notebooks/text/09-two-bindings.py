@@ -16,14 +16,14 @@
 # %% [markdown]
 # # 09 · Two bindings, one agent: the ticket desk over HTTP
 #
-# Most people meet A2A over HTTP: JSON-RPC requests to a URL, streams as Server-Sent Events, the
+# Most people meet A2A over HTTP: JSON-RPC requests to a URL, streams as [Server-Sent Events](glossary.md#SSE), the
 # official `a2a-sdk` client. Our ticket desk speaks A2A over MQTT only. In this lesson a small
-# **bridge** puts an HTTP face on it, and the coordinator's ticket TCK-4821 reaches the desk twice:
+# **[bridge](glossary.md#Bridge)** puts an HTTP face on it, and the coordinator's ticket TCK-4821 reaches the desk twice:
 # once over MQTT as in every lesson so far, once over HTTP through the bridge. Then we compare what
 # crossed each wire.
 #
 # ## What you will learn
-# - how an HTTP client finds the agent: the **well-known URL** `/.well-known/agent-card.json`
+# - how an HTTP client finds the agent: the **[well-known URL](glossary.md#Well-known-card-URL)** `/.well-known/agent-card.json`
 #   instead of a **[retained](glossary.md#Retained-message) card** on a discovery topic, and the
 #   card's `supportedInterfaces`;
 # - that the **JSON-RPC bodies are the same** on both bindings: the bridge forwards the request and
@@ -32,11 +32,12 @@
 #   requester does, so the bridge gives the message its `Task.id`;
 # - what each transport adds around the body: **[Response Topic](glossary.md#Response-Topic) +
 #   [Correlation Data](glossary.md#Correlation-Data)** vs an HTTP connection; **one MQTT message per stream event** vs **Server-Sent Events**;
-# - that the official `a2a-sdk` client, used as for any HTTP agent, works with our MQTT agent;
+# - that the official `a2a-sdk` client, used as for any HTTP agent, works with our MQTT agent; and
+#   that with `a2a_nb.sdk` the SDK speaks MQTT itself, as a client and as an agent;
 # - what only MQTT gives: [handover](glossary.md#Handover) routing, presence, pools.
 #
 # ## Time needed
-# About 20 minutes. Run All takes about 3 seconds.
+# About 25 minutes. Run All takes about 3 seconds.
 #
 # ## Prerequisites
 # - [02 · Send and track](02-send-and-track.ipynb) (requests, Correlation Data,
@@ -344,7 +345,94 @@ as_described(
 )
 
 # %% [markdown]
-# ## Step 7. What only MQTT gives
+# ## Step 7. The official SDK over MQTT, no bridge
+#
+# The bridge is one way in for people who use the SDK. The kit offers another, with no HTTP at all
+# ([docs/sdk.md](../docs/sdk.md) tells more): `a2a_nb.sdk.connect(card)` gives the SDK's own `Client`
+# with an MQTT transport inside, and `a2a_nb.sdk.serve(executor, card)` puts an agent written with
+# the SDK on the broker.
+#
+# First the client. We give it the desk's retained card from step 2, whose only interface is MQTT,
+# and send the ticket of step 6 again. What comes out is in the SDK's own types: a `StreamResponse`
+# per event, a `Task` from GetTask. Underneath, the kit's requester does the MQTT work (Response
+# Topic, Correlation Data, the `Task.id`), so the tap sees each request.
+
+# %%
+from a2a.types import StreamResponse, Task
+
+from a2a_nb import sdk
+from a2a_nb.protocol.card_interface import MQTT_BINDING
+
+async with sdk.connect(mqtt_card) as mqtt_client:    # the SDK's Client, an MQTT transport inside
+    ticket = Message(role=Role.ROLE_USER, message_id="sdk-tck4821-m-2",
+                     parts=[Part(text=TICKET_TEXT + "\n" + REPRO_TEXT)])
+    mqtt_events = [event async for event in mqtt_client.send_message(SendMessageRequest(message=ticket))]
+    mqtt_task = await mqtt_client.get_task(GetTaskRequest(id=mqtt_events[0].task.id))
+
+quiet()
+from_sdk = [m for m in seen if topics.parse_topic(m.topic).kind == "request"
+            and m.response_topic.startswith("$a2a/v1/reply/acme/support/sdk-client/")]
+print("stream events:", type(mqtt_events[0]).__name__, [event.WhichOneof("payload") for event in mqtt_events])
+print("GetTask:      ", type(mqtt_task).__name__, TaskState.Name(mqtt_task.status.state))
+print("what the SDK client published:", [(m.json()["method"], m.topic) for m in from_sdk])
+
+# %% [markdown]
+# The stream went to the desk; the GetTask went straight to the analyst who took the ticket: the
+# transport followed the [handover](glossary.md#Handover) as the kit's requester always does.
+
+# %%
+took = next(m.user_property(properties.RESPONDER_AGENT_ID) for m in seen
+            if m.topic == from_sdk[0].response_topic and m.user_property(properties.RESPONDER_AGENT_ID))
+as_described(
+    said("whose only interface is MQTT", [i["protocolBinding"] for i in mqtt_card["supportedInterfaces"]], [MQTT_BINDING]),
+    said("a StreamResponse per event", {type(event) for event in mqtt_events}, {StreamResponse}),
+    said("a Task from GetTask", isinstance(mqtt_task, Task), True),
+    said("the tap sees each request", [m.json()["method"] for m in from_sdk], ["SendStreamingMessage", "GetTask"]),
+    said("The stream went to the desk; the GetTask went straight to the analyst who took the ticket",
+         [m.topic for m in from_sdk], [topics.request_topic("acme", "support", "ticket-desk"),
+                                       topics.request_topic("acme", "support", took)]),
+)
+
+# %% [markdown]
+# Now the other way round: an agent written with the SDK, on MQTT. Such an agent is an
+# `AgentExecutor`: its `execute` reads the request and puts events on a queue. This one counts the
+# words of a message and answers with a Message. `sdk.serve` puts it behind the kit's responder,
+# which publishes its card and answers on the profile's topics; the executor never sees MQTT. The
+# coordinator calls it like any agent of the kit.
+
+# %%
+from a2a.helpers.proto_helpers import get_message_text, new_text_message
+from a2a.server.agent_execution import AgentExecutor
+from a2a.types import AgentCard, AgentSkill
+
+
+class WordCounter(AgentExecutor):
+    async def execute(self, context, event_queue):
+        words = len(get_message_text(context.message).split())
+        await event_queue.enqueue_event(new_text_message(f"{words} words", context_id=context.context_id))
+
+    async def cancel(self, context, event_queue):
+        raise RuntimeError("nothing to cancel: it answers at once")
+
+
+counter_card = AgentCard(name="Word counter", description="Counts the words of a message.", version="1.0.0",
+                         skills=[AgentSkill(id="count", name="Count words", description="Counts the words", tags=["text"])])
+counter = sdk.serve(WordCounter(), counter_card, agent="word-counter")
+counted = coordinator.send("word-counter", TICKET_TEXT)
+print(counter)
+print("its card's MQTT interface:", counter.card["supportedInterfaces"][0]["url"])
+print("the coordinator got a", *counted.result, "-", counted.text)
+
+# %%
+quiet()
+as_described(
+    said("counts the words of a message", counted.text, f"{len(TICKET_TEXT.split())} words"),
+    said("answers with a Message", list(counted.result), ["message"]),
+    said("publishes its card", any(m.topic == topics.discovery_topic("acme", "support", "word-counter") for m in seen), True),
+)
+
+# %% [markdown]
+# ## Step 8. What only MQTT gives
 #
 # The bridge shows A2A's bodies do not depend on the transport. The transports still differ, and
 # some things of this kit exist only on the MQTT side:
@@ -364,7 +452,7 @@ print("a2a-status:       ", card_msg.user_property(properties.STATUS))
 print("a2a-status-source:", card_msg.user_property(properties.STATUS_SOURCE))
 
 # %% [markdown]
-# ## Step 8. Your turn
+# ## Step 9. Your turn
 #
 # **Send it yourself, then follow the handover.** Post TCK-4821 to the bridge as an HTTP client
 # would: a `SendMessage` as in step 3, with a `messageId` of your own. Keep the JSON of the answer in
@@ -390,7 +478,7 @@ reference(lesson09.follow_up_topic(reply, topic, bridge))
 
 
 # %% [markdown]
-# ## Step 9. Clean up, when you are done
+# ## Step 10. Clean up, when you are done
 #
 # The exercise needs the bridge and the desk, so *Run All* leaves them running: this cell only
 # defines `clean_up()`. Call it when you are done: the bridge stops its HTTP server and ends any
@@ -398,15 +486,17 @@ reference(lesson09.follow_up_topic(reply, topic, bridge))
 
 # %%
 def clean_up():
-    """Stop the bridge (its HTTP server and streams), the tap and the desk; close the MQTT sessions."""
+    """Stop the bridge (its HTTP server and streams), the word counter, the tap and the desk; close the
+    MQTT sessions."""
     http.close()
     bridge.stop()
+    counter.stop()
     tap.close()
     desk.stop()
     print(f"closed {a2a_nb.stop_all()} MQTT session(s)")
 
 
-print("the bridge and the desk keep running for the exercise: call clean_up() when you are done")
+print("the bridge, the desk and the word counter keep running for the exercise: call clean_up() when you are done")
 
 # %% [markdown]
 # ## Summary
@@ -418,6 +508,8 @@ print("the bridge and the desk keep running for the exercise: call clean_up() wh
 #   open connection; a stream is **one MQTT message per event**, or **Server-Sent Events** on one
 #   HTTP response.
 # - The official `a2a-sdk` client talks to the MQTT desk through the bridge unchanged.
+# - With `a2a_nb.sdk` the SDK's `Client` talks MQTT itself (`sdk.connect(card)`), and an SDK
+#   `AgentExecutor` is served on the broker (`sdk.serve(executor, card)`) for any requester.
 # - Handover routing, presence and pools stay on the MQTT side.
 #
 # ## What's next

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · What the broker sees: end-to-end sealed payloads (ubsp-v1)
+# # 10 · What the broker sees: end-to-end sealed payloads ([ubsp-v1](glossary.md#ubsp-v1))
 #
 # Every lesson so far trusted the broker: whoever runs it can read every ticket, every report, and
 # could answer in the desk's name. In this lesson you sit in the broker operator's seat and watch
@@ -27,8 +27,8 @@
 # - what a broker operator can read of ordinary A2A traffic, and what stays readable under `ubsp-v1`
 #   (topics, [Correlation Data](glossary.md#Correlation-Data), [user properties](glossary.md#User-property));
 # - how an agent says where its public keys are (its [Agent Card](glossary.md#Agent-Card) names a
-#   `jwksUri`) and why a key is believed only when a trusted HTTPS host serves it;
-# - a sealed payload: a JWE only the recipient can open, holding a signature only the sender can make;
+#   [`jwksUri`](glossary.md#jwksUri)) and why a key is believed only when a trusted HTTPS host serves it;
+# - a sealed payload: a [JWE](glossary.md#JWE) only the recipient can open, holding a signature only the sender can make;
 # - why a replayed or re-addressed request is refused with
 #   [-32005 `transport_protocol_error`](glossary.md#Error-codes).
 #

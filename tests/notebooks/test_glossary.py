@@ -101,7 +101,7 @@ def test_first_use_of_a_term_links_the_glossary(path):
 
 
 # entry -> (the lesson that shows it, how that lesson's prose says it): the words of lessons 09 and 10
-# a learner looks up (issue 19); the lessons may link them, and the entries must exist either way
+# a learner looks up (issue 19): the entries exist, and each lesson links its words where it first uses them
 LATER_WORDS = {
     "Bridge": ("09-two-bindings.py", r"\bbridge\b"),
     "Well-known card URL": ("09-two-bindings.py", r"well-known URL"),
@@ -119,6 +119,17 @@ def test_the_words_of_lessons_09_and_10_have_entries(term):
     assert text, f"no glossary entry {term!r}"
     assert f"]({lesson[:-3]}.ipynb)" in text, f"glossary entry {term!r} does not point to {lesson[:-3]}.ipynb"
     assert re.search(pattern, prose(ROOT / "notebooks" / "text" / lesson)), f"{lesson} does not say {term!r}"
+
+
+@pytest.mark.parametrize("term", LATER_WORDS)
+def test_lessons_09_and_10_link_their_words_where_they_first_use_them(term):
+    lesson, pattern = LATER_WORDS[term]
+    text = prose(ROOT / "notebooks" / "text" / lesson)
+    first = re.search(pattern, text)
+    assert first, f"{lesson} does not say {term!r}"
+    inside = [m.group(2) for m in LINK.finditer(text) if m.start() <= first.start() < m.end()]
+    line = text[max(0, first.start() - 40):first.end() + 40].replace("\n", " ")
+    assert inside == [anchor(term)], f"{lesson}: {term} first used in “…{line}…” without [..](glossary.md#{anchor(term)})"
 
 
 def test_links_inside_the_glossary_name_an_entry():
