@@ -65,15 +65,21 @@ events = list(stream)
 operator.wait_idle(0.2)   # the recorder reads on its own connection: let it catch up
 
 
+def exchanged(records):
+    """The recorded requests and replies (cards and events left on the broker are not counted)."""
+    return [r for r in records if "/request/" in r["topic"] or "/reply/" in r["topic"]]
+
+
 def readable(records):
     """The recorded requests and replies whose payload names the ticket, as the operator reads them."""
-    return [r for r in records if "/request/" in r["topic"] or "/reply/" in r["topic"]
+    return [r for r in exchanged(records)
             if "TCK-4821" in str(r.get("payload_json")) + base64.b64decode(r.get("payload_b64") or "").decode("latin-1")]
 
 
 plain = readable(operator.records)
 print("the task ended", stream.state)
-print("messages the operator can read that name TCK-4821:", len(plain), "of", len(operator.records))
+print("requests and replies the operator can read that name TCK-4821:", len(plain), "of",
+      len(exchanged(operator.records)))
 print("one of them:", str(plain[-1]["payload_json"])[:150], "...")
 
 # %%
@@ -139,7 +145,7 @@ operator.wait_idle(0.2)
 print("first stream ended", stream.state, "- then the steps went to", analyst)
 print("the follow-up ended", answer.state, "with", sum(e.kind == "artifactUpdate" for e in report), "report chunks")
 
-sealed = [r for r in operator.records[mark:] if "/request/" in r["topic"] or "/reply/" in r["topic"]]
+sealed = exchanged(operator.records[mark:])
 print("requests and replies the operator recorded:", len(sealed))
 print("content types:", sorted({r["content_type"] for r in sealed}))
 print("of them naming TCK-4821:", len(readable(sealed)))
