@@ -24,11 +24,13 @@ lab: lab-setup
 ## the widgets in a real JupyterLab (tests/browser: skipped, saying why, where chromium or playwright
 ## is missing), notebooks with nbval; then the session and role integration tests again on the oldest
 ## paho-mqtt pyproject.toml allows (a second venv). pytest-xdist runs the tests on 2 workers, each with its own
-## Mosquitto; a file's tests (a notebook's cells) stay together, the browser tests are one group (tests/conftest.py)
+## Mosquitto, a file's tests together (a notebook's cells share a kernel); the browser tests, which time each
+## lesson's Run All against the time it states, run after them with the machine to themselves
 test: test-setup
 	$(PY) -m ruff check a2a_nb benchmarks tests scripts
 	$(PY) -m mypy
-	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs -n 2 --dist loadgroup tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/sanitize.cfg -p no:cacheprovider
+	$(PY) -m pytest -q -rs -n 2 --dist loadfile --ignore=tests/browser tests $(wildcard notebooks/*.ipynb) --nbval --nbval-current-env --nbval-sanitize-with tests/notebooks/sanitize.cfg -p no:cacheprovider
+	A2A_BROWSER_SHOTS=out/browser-shots $(PY) -m pytest -q -rs -p no:cacheprovider tests/browser
 	$(MAKE) --no-print-directory test-paho-oldest
 
 ## the browser tests alone: one JupyterLab, Debian's chromium driven by playwright (skipped, saying why,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import tempfile
 
 import pytest
@@ -22,6 +23,10 @@ _session_broker: "EmbeddedBroker | None" = None
 def pytest_sessionstart(session):
     global _session_broker
     os.environ.setdefault("A2A_NB_TEST_RUN", "1")
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # started in the background by a shell (`make test &`): Ctrl-C is ignored and the commands the tests
+        # start would inherit that, so the Ctrl-C tests' SIGINT would do nothing. Take Ctrl-C as Python does.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.setdefault("MPLBACKEND", "Agg")
     # `send` keeps its routes between runs under $XDG_STATE_HOME: the tests' own, never the user's
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="a2a-nb-test-state-")
@@ -30,19 +35,6 @@ def pytest_sessionstart(session):
     if not os.environ.get(ENV_URL) and not _is_xdist_controller(session.config):
         _session_broker = EmbeddedBroker().start()
         os.environ[ENV_URL] = _session_broker.url
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``) a worker runs whole groups: the tests of
-    one file together (a notebook's cells share one kernel and run in order; a module's fixtures are set
-    up once), and every browser test in one group (one JupyterLab and one Chromium, not one per worker).
-    Runs before pytest-xdist reads the marks."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            path = item.path.relative_to(config.rootpath) if item.path.is_relative_to(config.rootpath) else item.path
-            group = "browser" if path.parts[:2] == ("tests", "browser") else str(path)
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _is_xdist_controller(config) -> bool:

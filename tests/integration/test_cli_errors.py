@@ -164,17 +164,16 @@ def test_a_broker_that_never_answers_is_named_at_once(silent_port, tmp_path):
     """No ten seconds of silence: `connecting to URL ...` comes within moments, and Ctrl-C then ends
     the wait quietly."""
     env = dict(os.environ, A2A_BROKER_URL=f"mqtt://127.0.0.1:{silent_port}", XDG_STATE_HOME=str(tmp_path))
-    t = time.monotonic()
     send = start(["send", "echo", "hi"], env)
     try:
         line = send.stderr.readline()
-        waited = time.monotonic() - t
+        still_waiting = send.poll() is None  # the line came while it waits for the CONNACK, not after giving up
         send.send_signal(signal.SIGINT)
         _, err = send.communicate(timeout=20)
     finally:
         send.kill()
     assert line == f"connecting to mqtt://127.0.0.1:{silent_port} ...\n"
-    assert waited < 5, waited  # Python's start-up, then half a second
+    assert still_waiting, "the line came only when the command gave up"
     assert send.returncode == 130 and err.strip() == "interrupted", err
 
 

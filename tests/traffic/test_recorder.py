@@ -105,6 +105,7 @@ def test_retained_cards_arrive_at_subscribe_time_and_wait_idle(broker_url, unit)
     assert rec.wait_idle(0.15, timeout=5) == 1  # and nothing after it
     assert rec.records[0]["retain"] is True and rec.records[0]["user_properties"] == [["a2a-status", "online"]]
     pub.publish(MqttMessage(f"$a2a/v1/discovery/acme/{unit}/desk", b"", retain=True))
+    assert rec.wait_for(2, timeout=30), "the card's removal never reached the recorder"
     rec.stop()
     rec.stop()
     assert not rec.running and len(rec) == 2
