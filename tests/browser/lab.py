@@ -35,15 +35,19 @@ KERNEL_READY_JS = """(name) => {
     return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
 }"""
 
-# count, from the kernel's own broadcast, the code cells that start running (and the errors); the
+# count, from the kernel's own broadcast, the code cells that start running (and the errors: all of
+# them for Run All, those above the selected cell for Run All Above, one for Run Selected Cell); the
 # clock starts when JupyterLab executes the Run command (the learner's click) and stops at the
 # kernel's last "idle" (the last cell done, its outputs sent before it)
 START_COUNTING_JS = """(commandId) => {
     const app = window.jupyterapp;
     const panel = app.shell.currentWidget;
-    const run = {expected: panel.content.widgets.filter(
-                     c => c.model.type === 'code' && c.model.sharedModel.getSource().trim()).length,
-                 started: 0, errors: [], t0: null, idle: null};
+    const cells = panel.content.widgets;
+    const code = c => c.model.type === 'code' && c.model.sharedModel.getSource().trim();
+    const active = panel.content.activeCellIndex;
+    const expected = commandId === 'notebook:run-all-above' ? cells.slice(0, active).filter(code).length
+                   : commandId === 'runmenu:run' ? 1 : cells.filter(code).length;
+    const run = {expected, started: 0, errors: [], t0: null, idle: null};
     const count = (_, msg) => {
         const type = msg.header.msg_type;
         if (type === 'execute_input') run.started += 1;
@@ -88,17 +92,25 @@ def command(page, menu: str, command_id: str) -> None:
     page.locator(f".lm-Menu-item[data-command='{command_id}']").first.click()
 
 
-def run_all(page) -> float:
-    """Run ▸ Run All Cells, then wait until every code cell ran and the kernel is idle again; return
-    the seconds Run All took as the page saw them (the click to the last cell done). A cell that
-    raises stops Run All: the test fails naming the error."""
-    page.evaluate(START_COUNTING_JS, "runmenu:run-all")
-    command(page, "Run", "runmenu:run-all")
+def run_all(page, command_id: str = "runmenu:run-all") -> float:
+    """Run ▸ Run All Cells (or another item of the Run menu: ``notebook:run-all-above``,
+    ``runmenu:run`` for the selected cell), then wait until every code cell it runs ran and the
+    kernel is idle again; return the seconds it took as the page saw them (the click to the last
+    cell done). A cell that raises stops the run: the test fails naming the error."""
+    page.evaluate(START_COUNTING_JS, command_id)
+    command(page, "Run", command_id)
     run = page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_ALL_TIMEOUT_MS, polling=250).json_value()
-    assert not run["errors"], f"Run All stopped at an error: {run['errors']}"
-    assert run["started"] == run["expected"], f"Run All ran {run['started']} of {run['expected']} code cells"
-    assert run["seconds"] is not None, f"Run All was not seen to start or end: {run}"
+    assert not run["errors"], f"{command_id} stopped at an error: {run['errors']}"
+    assert run["started"] == run["expected"], f"{command_id} ran {run['started']} of {run['expected']} code cells"
+    assert run["seconds"] is not None, f"{command_id} was not seen to start or end: {run}"
     return run["seconds"]
+
+
+def select(page, cell) -> None:
+    """Select ``cell`` as a learner does: a click on its prompt (left of its source)."""
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.wait_for_function("(el) => el.classList.contains('jp-mod-active')", arg=cell.element_handle())
 
 
 def errors_in_outputs(page) -> list[str]:
