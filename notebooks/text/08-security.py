@@ -41,7 +41,7 @@
 #   a reply (a recording shows it as `[redacted]`).
 #
 # ## Time needed
-# About 25 minutes. Run All takes about 9 seconds: the conformance probe of step 10 takes most of
+# About 40 minutes. Run All takes about 9 seconds: the conformance probe of step 10 takes most of
 # them (it waits on purpose where the right answer is silence), and prints its progress as it goes.
 #
 # ## Prerequisites
@@ -426,6 +426,7 @@ as_described(
          [(ack.reason_code, ack.reason) for ack in acks.values()], [(135, "Not authorized")] * 2),
     said("The desk's card is unchanged", entry.card == card, True),
 )
+
 
 # %% [markdown]
 # What a stolen password *does* give her: echo's own rights. She can publish a card for echo, read
