@@ -143,8 +143,9 @@ def diagram_as_shown(img) -> dict:
     shown = Image.open(BytesIO(img.screenshot())).convert("L")
     w, h = shown.size
     middle = shown.crop((int(w * 0.2), int(h * 0.2), int(w * 0.8), int(h * 0.8)))
-    values = list(middle.getdata())
-    return {"light": sum(v > 200 for v in values) / len(values), "ink": sum(v < 110 for v in values) / len(values)}
+    counts = middle.histogram()  # pixels per grey level, 0 (black) .. 255 (white)
+    total = sum(counts)
+    return {"light": sum(counts[201:]) / total, "ink": sum(counts[:110]) / total}
 
 
 def test_mermaid_diagram_reads_in_both_themes(page, lab, shots):
