@@ -25,7 +25,8 @@ a committed lesson leaves it unchanged. The kernel is ``python3`` of the current
 The build also measures each lesson's Run All time (first code cell started to last one done, as a
 learner's *Run All* takes it, kernel start-up aside) and stores it in the notebook's metadata
 (``a2a_nb.run_all_s``): ``tests/notebooks/test_prose_claims.py`` holds the time the lesson states
-within 1.5x of it.
+within 1.5x of it, and ``tests/browser/test_run_all_times_in_lab.py`` within 1.5x of what JupyterLab
+takes (the time a learner sees).
 
 Every lesson has the same frame: title, What you will learn, Time needed, Prerequisites, numbered
 steps, Summary, What's next (``tests/notebooks/test_hygiene.py`` checks it);

@@ -9,7 +9,8 @@ Two halves hold text and output together:
   one of that step's checks (a new claim without a check fails).
 
 The time a lesson states ("Run All takes about 5 seconds") is held within 1.5x of the Run All time
-the build measured and stored in the notebook (``scripts/build_notebooks.py``).
+the build measured and stored in the notebook (``scripts/build_notebooks.py``), and, as a learner
+sees it, of the time Run All takes in JupyterLab (tests/browser/test_run_all_times_in_lab.py).
 """
 from __future__ import annotations
 
