@@ -646,11 +646,14 @@ MERMAID_CARD = "rgb(255, 255, 255)"
 
 def _mermaid_text(s: Any, limit: int = LABEL_CHARS) -> str:
     """A label from the recording, fit for a line of Mermaid: on one line, cut to ``limit``
-    characters, no ``;`` (a statement break) or ``#`` (an entity code), and each ``$`` written as
-    the entity ``#36;``, so ``$$...$$`` is never drawn as math (Mermaid 10.9+ renders it)."""
+    characters, no ``;`` (a statement break), ``#`` (an entity code) or ``%%`` (a comment, or a
+    ``%%{init: ...}%%`` directive that would restyle the diagram), and each ``$`` written as the
+    entity ``#36;``, so ``$$...$$`` is never drawn as math (Mermaid 10.9+ renders it)."""
     text = _CONTROL.sub(" ", str(s)[:limit + 1])
     if len(text) > limit:
         text = text[:limit - 1] + "…"
+    while "%%" in text:
+        text = text.replace("%%", "% ")
     return text.replace(";", ",").replace("#", "no. ").replace("$", "#36;")
 
 

@@ -140,6 +140,14 @@ def test_show_mermaid_mime_bundle():
     assert str(show_mermaid(handover_traffic().records)) == EXPECTED
 
 
+def test_mermaid_label_cannot_restyle_the_diagram():
+    """A peer's name holding a Mermaid directive stays a label: no %% reaches the diagram's text."""
+    from a2a_nb.traffic.charts import _mermaid_text
+
+    label = _mermaid_text('x%%{init: {"theme": "dark"}}%%%')
+    assert "%%" not in label and "init" in label
+
+
 def test_mermaid_markdown_fence_outlasts_backticks_in_labels():
     """A label from a recording cannot close the diagram's Markdown block early."""
     md = Mermaid("sequenceDiagram\n    p1->>p2: a ```` b").markdown()
