@@ -19,12 +19,14 @@ never executed is not compared at all. So every lesson is executed here, against
 script starts (``EmbeddedBroker``) and names in ``A2A_BROKER_URL`` exactly as ``tests/conftest.py``
 does for the test run. Ids are seeded (``seed=`` on ``Requester`` and ``TicketDesk``) and agent names
 fixed, so the stored outputs are what the tests see; cells showing timings or live widgets carry
-the ``nbval-ignore-output`` tag. The kernel is ``python3`` of the current environment.
+the ``nbval-ignore-output`` tag. A widget is stored as its HTML snapshot (``widget_snapshots``): opening
+a committed lesson leaves it unchanged. The kernel is ``python3`` of the current environment.
 
 The build also measures each lesson's Run All time (first code cell started to last one done, as a
 learner's *Run All* takes it, kernel start-up aside) and stores it in the notebook's metadata
 (``a2a_nb.run_all_s``): ``tests/notebooks/test_prose_claims.py`` holds the time the lesson states
-within 1.5x of it.
+within 1.5x of it, and ``tests/browser/test_run_all_times_in_lab.py`` within 1.5x of what JupyterLab
+takes (the time a learner sees).
 
 Every lesson has the same frame: title, What you will learn, Time needed, Prerequisites, numbered
 steps, Summary, What's next (``tests/notebooks/test_hygiene.py`` checks it);
@@ -33,7 +35,6 @@ steps, Summary, What's next (``tests/notebooks/test_hygiene.py`` checks it);
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 from datetime import datetime
@@ -125,15 +126,21 @@ def merge_streams(nb: nbformat.NotebookNode) -> None:
             cell.outputs = merged
 
 
-def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
-    """Replace the random widget model ids (outputs and saved widget state) by ids derived from the
-    lesson name and creation order, so rebuilding a lesson does not change its file for nothing."""
-    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    text = nbformat.writes(nb)
-    for n, old in enumerate(list(state)):
-        new = hashlib.md5(f"{name}:{n}".encode()).hexdigest()
-        text = text.replace(old, new)
-    return nbformat.reads(text, as_version=4)
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_snapshots(nb: nbformat.NotebookNode) -> None:
+    """Keep each widget's HTML snapshot, drop the live view and the saved widget state.
+
+    A committed lesson's widgets have no kernel behind them; restoring them from a saved state makes
+    JupyterLab's widget manager mark the notebook unsaved as soon as it is opened (it does so for every
+    model it registers while "save widget state" is on), so a learner who only read the lesson is asked
+    to save it. The snapshot (what GitHub and nbviewer show too) says what the widget holds until the
+    learner runs the lesson; a notebook the learner saves keeps its live widgets' state as usual."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            out.get("data", {}).pop(WIDGET_VIEW_MIME, None)
 
 
 def start_build_broker():
@@ -174,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 run_all_s = execute(nb)
                 nb.metadata["a2a_nb"] = {"run_all_s": round(run_all_s, 1)}
                 merge_streams(nb)
-                nb = stable_widget_ids(nb, name)
+                widget_snapshots(nb)
                 note = f"Run All took {run_all_s:.1f} s"
             path = NOTEBOOKS / f"{name}.ipynb"
             nbformat.validate(nb)

@@ -7,7 +7,7 @@ install, a wheel in ``site-packages``) through :mod:`importlib.resources`:
   replay (``scripts/make_recordings.py`` writes them).
 
 ``recording("happy")`` is the path of ``recordings/happy.jsonl``; ``data_file("tickets.csv")`` the
-path of one file. The checkout's ``data`` folder is a link to this one.
+path of one file.
 """
 from __future__ import annotations
 

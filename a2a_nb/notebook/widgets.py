@@ -12,8 +12,10 @@ Without a kernel (plain Python, pytest) only the HTML is offered.
 
 A saved notebook brings its widgets back from the saved widget state, but with no kernel behind
 them: their buttons do nothing. Every view of the kit starts with :func:`offline_note`, a line that
-stays hidden while the kernel is connected and says "run this cell again" when it is not (ipywidgets
-marks a view whose model has no live connection with the class ``jupyter-widgets-disconnected``).
+stays hidden while the kernel is connected and, when it is not (ipywidgets marks a view whose model
+has no live connection with the class ``jupyter-widgets-disconnected``), says what brings the widget
+back: the kernel of a reopened notebook is a new one, so the cell alone would only meet names that
+are not defined yet; the cells above it first, then the cell (tests/browser does exactly that).
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def widget_bundle(widget: W.Widget, snapshot_html: str, plain: str) -> dict:
     return data
 
 
-OFFLINE_TEXT = "kernel not connected: run this cell again to use it"
+OFFLINE_TEXT = "kernel not connected: select this cell, Run > Run All Above Selected Cell, then run this cell"
 _OFFLINE_HTML = (
     "<style>.a2a-offline-note{display:none}"
     ".jupyter-widgets-disconnected .a2a-offline-note{display:block;margin:2px 0;padding:2px 8px;"
@@ -60,7 +62,7 @@ _OFFLINE_HTML = (
 
 def offline_note() -> W.HTML:
     """A line that shows only while the widget has no kernel behind it (a reopened notebook, a
-    kernel that was shut down): "kernel not connected: run this cell again to use it"."""
+    kernel that was shut down): ``OFFLINE_TEXT``, what to do to use it again."""
     return W.HTML(_OFFLINE_HTML)
 
 

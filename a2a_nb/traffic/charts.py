@@ -635,21 +635,33 @@ def latency_chart(df: pd.DataFrame, title: Optional[str] = None, log: Optional[b
 
 # -- Mermaid ------------------------------------------------------------------------------------------
 
+MERMAID_LOOK = '%%{init: {"theme": "default"}}%%'
+"""Drawn the same in every JupyterLab theme: Mermaid's light theme, its messages on a white card
+(``MERMAID_CARD``, a ``rect`` around them; the participants and notes are boxes of their own).
+JupyterLab draws a diagram once, in the colours of the theme of that moment, so a diagram drawn in
+the theme's colours becomes unreadable when the learner switches theme (dark text left on a dark
+page, or light text on a white one)."""
+MERMAID_CARD = "rgb(255, 255, 255)"
+
+
 def _mermaid_text(s: Any, limit: int = LABEL_CHARS) -> str:
     """A label from the recording, fit for a line of Mermaid: on one line, cut to ``limit``
-    characters, no ``;`` (a statement break) or ``#`` (an entity code), and each ``$`` written as
-    the entity ``#36;``, so ``$$...$$`` is never drawn as math (Mermaid 10.9+ renders it)."""
+    characters, no ``;`` (a statement break), ``#`` (an entity code) or ``%%`` (a comment, or a
+    ``%%{init: ...}%%`` directive that would restyle the diagram), and each ``$`` written as the
+    entity ``#36;``, so ``$$...$$`` is never drawn as math (Mermaid 10.9+ renders it)."""
     text = _CONTROL.sub(" ", str(s)[:limit + 1])
     if len(text) > limit:
         text = text[:limit - 1] + "…"
+    while "%%" in text:
+        text = text.replace("%%", "% ")
     return text.replace(";", ",").replace("#", "no. ").replace("$", "#36;")
 
 
 @one_analysis
 def mermaid_sequence(df: pd.DataFrame, max_messages: int = 200) -> str:
     """The traffic as a Mermaid ``sequenceDiagram`` (deterministic: participants in order of first
-    appearance, one line per message, short labels; handovers as notes). JupyterLab 4.1+ and
-    GitHub render it; ``show_mermaid(text)`` displays it in a cell."""
+    appearance, one line per message, short labels; handovers as notes; the messages on a white card,
+    ``MERMAID_CARD``). JupyterLab 4.1+ and GitHub render it; ``show_mermaid(text)`` displays it in a cell."""
     sub = _arrows(df)
     total = len(sub)
     sub = sub.iloc[:max_messages]
@@ -658,6 +670,7 @@ def mermaid_sequence(df: pd.DataFrame, max_messages: int = 200) -> str:
     hand = new_responders(df)
     lines = ["sequenceDiagram"]
     lines += [f"    participant {pid[a]} as {_mermaid_text(a)}" for a in lanes]
+    lines.append(f"    rect {MERMAID_CARD}")  # the messages on a white card: readable in a light and a dark theme
     for r in sub.to_dict("records"):
         a, b = pid[r["from_agent"]], pid[r["to_agent"]]
         arrow = {"request": "->>", "pool": "->>", "reply": "-->>"}.get(r["kind"], "-)")
@@ -667,18 +680,30 @@ def mermaid_sequence(df: pd.DataFrame, max_messages: int = 200) -> str:
             lines.append(f"    Note over {a}: {_mermaid_text(h[0])} to {_mermaid_text(h[1])}")
     if total > len(sub):
         lines.append(f"    Note over {pid[lanes[0]]}: {total - len(sub)} more messages not shown")
+    lines.append("    end")
     return "\n".join(lines) + "\n"
 
 
+
+
 class Mermaid:
-    """Mermaid text that a notebook renders as a diagram (MIME ``text/vnd.mermaid``) and nbval can
-    compare as text (``text/plain``)."""
+    """Mermaid text that a notebook draws as a diagram and nbval can compare as text (``text/plain``).
+
+    The diagram is a ``mermaid`` block of Markdown (``text/markdown``), which JupyterLab 4.1+ draws
+    as it shows the output. Not the ``text/vnd.mermaid`` type: JupyterLab's renderer for that one writes
+    the drawn SVG back into the output, so opening a lesson that holds one marks it unsaved."""
 
     def __init__(self, text: str):
         self.text = text
 
+    def markdown(self) -> str:
+        """The diagram as a Markdown ``mermaid`` block, in Mermaid's light theme (``MERMAID_LOOK``). The fence
+        is longer than any run of backticks in the text (a label from a recording cannot close it)."""
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", self.text)), default=0))
+        return f"{fence}mermaid\n{MERMAID_LOOK}\n{self.text.rstrip(chr(10))}\n{fence}\n"
+
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
-        return {"text/vnd.mermaid": self.text, "text/plain": self.text}
+        return {"text/markdown": self.markdown(), "text/plain": self.text}
 
     def __str__(self) -> str:
         return self.text

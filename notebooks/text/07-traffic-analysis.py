@@ -53,8 +53,9 @@
 # %% [markdown]
 # ## Step 1. Open a recording
 #
-# The recordings live in `data/recordings/` (one file per scenario, and `full.jsonl` with all
-# of them); `make recordings` makes them again against a fresh Mosquitto. Each line is one
+# The recordings ship inside the kit, in `a2a_nb/data/recordings/` (one file per scenario, and
+# `full.jsonl` with all of them); `recordings_dir()` finds that folder wherever the kit is
+# installed, and `make recordings` makes them again against a fresh Mosquitto. Each line is one
 # MQTT PUBLISH as the recorder received it (`a2a_nb/traffic/FORMAT.md` describes every key).
 # Here is the first request of the story, the coordinator's `SendStreamingMessage` to the
 # ticket desk:
@@ -63,7 +64,6 @@
 # %matplotlib inline
 import copy
 import json
-from pathlib import Path
 
 import pandas as pd
 from IPython.display import display
@@ -71,6 +71,7 @@ from matplotlib.text import Text
 
 import a2a_nb
 from a2a_nb import as_described, said
+from a2a_nb.data import recordings_dir
 from a2a_nb.story.scenarios import SCENARIOS
 from a2a_nb.traffic import (check_traffic, handovers, latency_chart, latency_view, load_traffic,
                             mermaid_sequence, read_records, reroute_chart, routing_view, sequence_chart,
@@ -84,7 +85,7 @@ pd.set_option("display.max_rows", 40)
 pd.set_option("display.max_colwidth", 100)
 pd.set_option("display.html.use_mathjax", False)  # a topic starts with $: a table shows it as text, not math
 
-RECORDINGS = Path("../data/recordings")
+RECORDINGS = recordings_dir()   # a2a_nb/data/recordings, wherever the kit is installed
 records = read_records(RECORDINGS / "full.jsonl")
 print(f"full.jsonl: {len(records)} messages")
 print(json.dumps(records[1], indent=2))
@@ -470,7 +471,7 @@ for name in SCENARIOS:
 
 # %% [markdown]
 # The story's traffic keeps every rule. The same checks run from a terminal:
-# `python -m a2a_nb lint data/recordings/full.jsonl`.
+# `python -m a2a_nb lint a2a_nb/data/recordings/full.jsonl` (from the checkout).
 
 # %%
 as_described(said("The story's traffic keeps every rule", len(findings), 0))

@@ -41,7 +41,7 @@
 #   a reply (a recording shows it as `[redacted]`).
 #
 # ## Time needed
-# About 25 minutes. Run All takes about 9 seconds: the conformance probe of step 10 takes most of
+# About 40 minutes. Run All takes about 9 seconds: the conformance probe of step 10 takes most of
 # them (it waits on purpose where the right answer is silence), and prints its progress as it goes.
 #
 # ## Prerequisites
@@ -112,7 +112,6 @@ print("ready")
 broker = SecureBroker(cast=("coordinator", "discovery", "echo", "ticket-desk"), pools={},
                       observers=("recorder",)).start()
 print("listening with TLS:", broker.endpoint.tls)
-print("files:", ", ".join(sorted(p.name for p in broker.folder.iterdir() if p.suffix not in (".log", ".so"))))
 print("accounts:", ", ".join(broker.users))
 
 # %% [markdown]
@@ -133,17 +132,10 @@ print(broker.files["acl"].read_text())
 #   and a responder must be able to answer any [Response Topic](glossary.md#Response-Topic) it is given;
 # - the observer (`recorder`) may read everything, and publish nothing beyond what every agent may.
 #
-# The password file holds hashes only: the passwords themselves stay with the `SecureBroker` object
-# (`broker.credentials(agent)` hands an agent its endpoint: TLS, CA file, username, password).
-
-# %%
-stored = broker.files["passwd"].read_text()
-coordinator_login = broker.credentials("coordinator")
-print("a line of the password file:", stored.splitlines()[0].split(":")[0], ": $7$ (PBKDF2-SHA512) ...")
-print("the coordinator's password is in it:", coordinator_login.password in stored)
-print("the coordinator connects as:", coordinator_login.username, "| TLS:", coordinator_login.tls)
-
-# %% [markdown]
+# The passwords stay with the `SecureBroker` object: `broker.credentials(agent)` hands an agent its
+# endpoint (TLS, CA file, username, password). What the broker's folder holds (certificates, password
+# hashes, the configuration) is in [the secure broker's page](../docs/secure-broker.md).
+#
 # The front door. Two clients try to connect, and both get as far as the broker: one without a
 # password, one with the coordinator's username and a guessed password. MQTT v5 has two CONNACK
 # reason codes for a refused login, 134 *Bad user name or password* and 135 *Not authorized*.
@@ -160,6 +152,7 @@ def connack_name(code):
 def attempts_logged():
     return broker.log_text().count("New connection from")   # one line per connection the broker accepts
 
+coordinator_login = broker.credentials("coordinator")
 wrong_password = coordinator_login.with_credentials(coordinator_login.username, "guess")
 before = attempts_logged()
 front_door = {}
@@ -434,44 +427,6 @@ as_described(
     said("The desk's card is unchanged", entry.card == card, True),
 )
 
-# %% [markdown]
-# **She turns the desk against its own card.** The desk answers every request on the request's
-# *Response Topic*. Mallory names the desk's own discovery topic as Response Topic: if the desk
-# answered there, its reply (an error object) would replace its retained card, and discovery would
-# lose the desk. The broker would allow it (the desk may write its own card). The desk does not: it
-# publishes replies only inside the reply namespace `$a2a/v1/reply/acme/support/`, and drops any other
-# request unanswered, before the token check, before any work.
-
-# %%
-import logging, sys, time
-
-# show what the desk logs about it here (it goes to stderr otherwise)
-desk_log = logging.getLogger("a2a_nb.agents.responder")
-desk_log.addHandler(logging.StreamHandler(sys.stdout))
-desk_log.propagate = False
-
-dropped_before, checked_before = desk.stats.dropped, policy.checked
-mallory.session.publish(MqttMessage(topics.request_topic("acme", "support", "ticket-desk"),
-                                    encode_json(jsonrpc.request(jsonrpc.GET_TASK, {"id": reply.task_id}, "m-1")),
-                                    response_topic=desk_topic, correlation_data=b"reflect"))
-for _ in range(200):                   # the desk reads requests on a thread of its own: give it up to 2 s
-    if desk.stats.dropped > dropped_before:
-        break
-    time.sleep(0.01)
-disco.close()
-disco = Discovery(agent="discovery", broker=broker.credentials("discovery"))
-entry = disco.wait_for("ticket-desk", status="online")
-print("requests the desk dropped:", desk.stats.dropped - dropped_before)
-print("tokens it checked meanwhile:", policy.checked - checked_before)
-print("its card is still the card:", entry.card == card)
-
-# %%
-as_described(
-    said("drops any other request unanswered", desk.stats.dropped - dropped_before, 1),
-    said("before the token check", policy.checked - checked_before, 0),
-    said("The desk does not", entry.card == card, True),
-)
-
 
 # %% [markdown]
 # What a stolen password *does* give her: echo's own rights. She can publish a card for echo, read
@@ -654,13 +609,6 @@ as_described(said(
     [("request", "ticket-desk", None, True), ("reply", "coordinator", None, False),
      ("request", "ticket-desk", None, False), ("reply", "echo", -32600, False)]))
 
-# %% [markdown]
-# All of them, counted by the user properties they carried:
-
-# %%
-(exchanges.assign(user_properties=exchanges["user_properties"].astype(str))
- .groupby(["kind", "user_properties"]).size().rename("messages").reset_index())
-
 # %%
 records = json.dumps(recorder.records)
 print("recorded messages:", len(recorder), "| containing a token:", sum(t in records for t in all_tokens))
@@ -679,7 +627,8 @@ as_described(said("the value of a2a-authorization is replaced by [redacted] befo
 # request is in. The kit's **conformance probe** asks the agent itself: it reads the agent's retained
 # card, then sends it requests, good and bad (binary and text Correlation Data, a resend of the same
 # message, GetTask and CancelTask, a stream, an answer after input-required, malformed JSON, a Task.id
-# that is not a UUIDv4, a Response Topic outside `$a2a/v1/reply/`, as Mallory tried in step 6), asks
+# that is not a UUIDv4, a Response Topic outside `$a2a/v1/reply/` that would turn the agent's reply
+# against its own card), asks
 # after each bad one whether the agent still answers, and reports each rule it kept or broke, by rule
 # id. It works on any agent that speaks the profile, written with this kit or not.
 #

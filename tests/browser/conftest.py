@@ -1,7 +1,7 @@
 """One JupyterLab for the browser tests, driven by Debian's Chromium through playwright.
 
-JupyterLab runs from the venv on a temporary copy of ``notebooks/`` (and ``a2a_nb/data/`` as ``data/``, which lesson
-07 reads as ``../data``), with ``A2A_BROKER_URL`` pointing at the test session's Mosquitto
+JupyterLab runs from the venv on a temporary copy of ``notebooks/`` (the lessons find the kit's data inside the
+package, as they do outside the checkout), with ``A2A_BROKER_URL`` pointing at the test session's Mosquitto
 (tests/conftest.py sets it before this module starts the server, and the kernels inherit it).
 Lab exposes its application object (``window.jupyterapp``, as JupyterLab's own galata tests do) so
 that lab.py waits on JupyterLab's state rather than on sleeps; the settings of this server only
@@ -98,7 +98,6 @@ def lab(broker_url, tmp_path_factory):
         pytest.skip(reason)
     work = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", work / "notebooks")
-    shutil.copytree(ROOT / "a2a_nb" / "data", work / "data")  # the package's data; the checkout links data/ there
     home = work / "home"  # settings and workspaces of this server only, not the user's
     for d in ("config", "data", "runtime", "settings", "workspaces"):
         (home / d).mkdir(parents=True)

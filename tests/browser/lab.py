@@ -35,18 +35,29 @@ KERNEL_READY_JS = """(name) => {
     return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
 }"""
 
-# count, from the kernel's own broadcast, the code cells that start running (and the errors)
-START_COUNTING_JS = """() => {
-    const panel = window.jupyterapp.shell.currentWidget;
-    const run = {expected: panel.content.widgets.filter(
-                     c => c.model.type === 'code' && c.model.sharedModel.getSource().trim()).length,
-                 started: 0, errors: []};
+# count, from the kernel's own broadcast, the code cells that start running (and the errors: all of
+# them for Run All, those above the selected cell for Run All Above, one for Run Selected Cell); the
+# clock starts when JupyterLab executes the Run command (the learner's click) and stops at the
+# kernel's last "idle" (the last cell done, its outputs sent before it)
+START_COUNTING_JS = """(commandId) => {
+    const app = window.jupyterapp;
+    const panel = app.shell.currentWidget;
+    const cells = panel.content.widgets;
+    const code = c => c.model.type === 'code' && c.model.sharedModel.getSource().trim();
+    const active = panel.content.activeCellIndex;
+    const expected = commandId === 'notebook:run-all-above' ? cells.slice(0, active).filter(code).length
+                   : commandId === 'runmenu:run' ? 1 : cells.filter(code).length;
+    const run = {expected, started: 0, errors: [], t0: null, idle: null};
     const count = (_, msg) => {
-        if (msg.header.msg_type === 'execute_input') run.started += 1;
-        if (msg.header.msg_type === 'error') run.errors.push(msg.content.ename + ': ' + msg.content.evalue);
+        const type = msg.header.msg_type;
+        if (type === 'execute_input') run.started += 1;
+        if (type === 'error') run.errors.push(msg.content.ename + ': ' + msg.content.evalue);
+        if (type === 'status' && msg.content.execution_state === 'idle') run.idle = performance.now();
     };
+    const clicked = (_, args) => { if (args.id === commandId && run.t0 === null) run.t0 = performance.now(); };
     panel.sessionContext.iopubMessage.connect(count);
-    run.stop = () => panel.sessionContext.iopubMessage.disconnect(count);
+    app.commands.commandExecuted.connect(clicked);
+    run.stop = () => { panel.sessionContext.iopubMessage.disconnect(count); app.commands.commandExecuted.disconnect(clicked); };
     window.a2aRun = run;
 }"""
 
@@ -57,7 +68,8 @@ RUN_FINISHED_JS = """() => {
     const queued = [...panel.node.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'));
     if ((run.started < run.expected && !run.errors.length) || !kernel || kernel.status !== 'idle' || queued) return false;
     run.stop();
-    return {expected: run.expected, started: run.started, errors: run.errors};
+    return {expected: run.expected, started: run.started, errors: run.errors,
+            seconds: run.t0 === null || run.idle === null ? null : (run.idle - run.t0) / 1000};
 }"""
 
 # two animation frames: Lumino has laid the panels out again after a resize
@@ -80,14 +92,25 @@ def command(page, menu: str, command_id: str) -> None:
     page.locator(f".lm-Menu-item[data-command='{command_id}']").first.click()
 
 
-def run_all(page) -> None:
-    """Run ▸ Run All Cells, then wait until every code cell ran and the kernel is idle again. A cell
-    that raises stops Run All: the test fails naming the error."""
-    page.evaluate(START_COUNTING_JS)
-    command(page, "Run", "runmenu:run-all")
+def run_all(page, command_id: str = "runmenu:run-all") -> float:
+    """Run ▸ Run All Cells (or another item of the Run menu: ``notebook:run-all-above``,
+    ``runmenu:run`` for the selected cell), then wait until every code cell it runs ran and the
+    kernel is idle again; return the seconds it took as the page saw them (the click to the last
+    cell done). A cell that raises stops the run: the test fails naming the error."""
+    page.evaluate(START_COUNTING_JS, command_id)
+    command(page, "Run", command_id)
     run = page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_ALL_TIMEOUT_MS, polling=250).json_value()
-    assert not run["errors"], f"Run All stopped at an error: {run['errors']}"
-    assert run["started"] == run["expected"], f"Run All ran {run['started']} of {run['expected']} code cells"
+    assert not run["errors"], f"{command_id} stopped at an error: {run['errors']}"
+    assert run["started"] == run["expected"], f"{command_id} ran {run['started']} of {run['expected']} code cells"
+    assert run["seconds"] is not None, f"{command_id} was not seen to start or end: {run}"
+    return run["seconds"]
+
+
+def select(page, cell) -> None:
+    """Select ``cell`` as a learner does: a click on its prompt (left of its source)."""
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.wait_for_function("(el) => el.classList.contains('jp-mod-active')", arg=cell.element_handle())
 
 
 def errors_in_outputs(page) -> list[str]:

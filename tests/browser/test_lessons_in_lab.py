@@ -18,7 +18,8 @@ from a2a_nb.notebook.player import CHART_DPI, CHART_WIDTH_PX
 from a2a_nb.notebook.widgets import OFFLINE_TEXT
 from a2a_nb.traffic.charts import SMALL
 
-from .lab import MODEL_NOT_FOUND, cell_with, errors_in_outputs, open_notebook, resize, run_all, save_and_shut_down, shot
+from .lab import (MODEL_NOT_FOUND, cell_with, errors_in_outputs, open_notebook, resize, run_all, save_and_shut_down, select,
+                  shot)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -87,8 +88,15 @@ def test_send_form_sends_and_continues_after_run_all(page, lab, shots):
     shot(page, shots, "02-form-continued")
     assert "✗" not in output.inner_text()  # the form showed no error line
 
-    # the saved state keeps what the form showed
+    # the saved state keeps what the form showed; its line says how to use it again, and that works
     reopened_shows(page, lab, shots, "02-send-and-track.ipynb", "send_form(coordinator", "→ continue task")
+    output = follow_the_offline_line(page, shots, "02-send-and-track.ipynb", "send_form(coordinator")
+    send = output.get_by_role("button", name="Send")
+    send.wait_for(state="visible")
+    send.click()
+    expect(output).to_contain_text("task input-required")
+    shot(page, shots, "02-form-after-the-line")
+    assert "✗" not in output.inner_text()
 
 
 def test_handover_after_run_all_shows_each_step_then_a_live_view(page, lab, shots):
@@ -163,13 +171,20 @@ def test_player_steps_and_plays_after_run_all(page, lab, shots):
     dark_theme_shows_the_charts(page, shots, output)
 
     reopened_shows(page, lab, shots, "07-traffic-analysis.ipynb", "player = TrafficPlayer(happy)", "message #")
+    output = follow_the_offline_line(page, shots, "07-traffic-analysis.ipynb", "player = TrafficPlayer(happy)")
+    view = output.locator(".a2a-step")
+    view.wait_for(state="visible")
+    start = int(view.get_attribute("data-i"))
+    output.get_by_role("button", name="▶").click()
+    expect(view).to_have_attribute("data-i", str(start + 1))
+    shot(page, shots, "07-player-after-the-line")
 
 
 def reopened_shows(page, lab, shots, notebook: str, source: str, text: str) -> None:
     """Save, shut the kernel down and reopen ``notebook`` (JupyterLab starts a new kernel): the widget
     cell whose source holds ``source`` shows ``text`` (the saved widget or its snapshot), never
-    "model not found", and says "kernel not connected: run this cell again to use it" (a line that
-    is hidden while the widget's kernel is live). Saving leaves the lesson's text file as it was."""
+    "model not found", and says what to do to use it (``OFFLINE_TEXT``, a line that is hidden while
+    the widget's kernel is live). Saving leaves the lesson's text file as it was."""
     cell = cell_with(page, source)
     expect(cell.locator(".a2a-offline-note")).to_be_hidden()  # live: the line does not show
     text_file = lab.root / "text" / notebook.replace(".ipynb", ".py")
@@ -187,6 +202,23 @@ def reopened_shows(page, lab, shots, notebook: str, source: str, text: str) -> N
     expect(note).to_contain_text(OFFLINE_TEXT)
     cell.scroll_into_view_if_needed()
     shot(page, shots, f"{notebook[:2]}-reopened")
+
+
+def follow_the_offline_line(page, shots, notebook: str, source: str):
+    """In the reopened ``notebook``, do exactly what the widget's offline line says (select the cell,
+    Run ▸ Run All Above Selected Cell, then Run ▸ Run Selected Cell): nothing raises, and the
+    widget's new view is live (the line hidden). Returns the cell's output area."""
+    cell = cell_with(page, source)
+    assert "Run > Run All Above Selected Cell, then run this cell" in OFFLINE_TEXT  # what is done here
+    select(page, cell)
+    run_all(page, "notebook:run-all-above")
+    select(page, cell)
+    run_all(page, "runmenu:run")
+    assert errors_in_outputs(page) == []
+    output = cell_with(page, source).locator(".jp-Cell-outputArea")
+    expect(output.locator(".a2a-offline-note")).to_be_hidden()
+    shot(page, shots, f"{notebook[:2]}-after-the-line")
+    return output
 
 
 def test_lesson_folder_lists_each_lesson_once(page, lab, shots):

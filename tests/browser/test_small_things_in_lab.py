@@ -1,5 +1,6 @@
 """Small things a learner met in a real JupyterLab 4 (issue 19, item 8): the glossary opens rendered
-from the file browser, and the send form's event log shows its newest event without scrolling.
+from the file browser, the send form's event log shows its newest event without scrolling, and a
+Mermaid diagram stays readable in the dark theme.
 
 The form is tried in a notebook of its own, written into the lab's folder by the test (an echo agent
 in a unit of its own), so the check does not depend on a lesson's wording.
@@ -16,6 +17,7 @@ expect = pytest.importorskip("playwright.sync_api", reason="the playwright packa
 from a2a_nb.notebook.widgets import EVENT_LOG_CLASS
 
 from .lab import cell_with, errors_in_outputs, open_notebook, run_all, shot
+from .test_lessons_in_lab import THEME_JS, THEME_LOADED_JS
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -121,3 +123,61 @@ def _line_seen(page, handle, needle: str) -> dict:
     except Exception:  # playwright's TimeoutError: the assert of the caller shows the geometry
         pass
     return page.evaluate(LINE_IN_VIEW_JS, [handle, needle])
+
+
+MERMAID_NOTEBOOK = """\
+from a2a_nb.data import recording
+from a2a_nb.traffic import load_traffic, mermaid_sequence, show_mermaid
+
+show_mermaid(mermaid_sequence(load_traffic(recording("happy"))))"""
+
+def diagram_as_shown(img) -> dict:
+    """The diagram as the page shows it (a screenshot, the page's background included), in its middle
+    (the messages; the participants' boxes are above and below): the share of light pixels (a card
+    to read on) and of dark ink (labels, lines, arrows) there."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    img.scroll_into_view_if_needed()
+    shown = Image.open(BytesIO(img.screenshot())).convert("L")
+    w, h = shown.size
+    middle = shown.crop((int(w * 0.2), int(h * 0.2), int(w * 0.8), int(h * 0.8)))
+    counts = middle.histogram()  # pixels per grey level, 0 (black) .. 255 (white)
+    total = sum(counts)
+    return {"light": sum(counts[201:]) / total, "ink": sum(counts[:110]) / total}
+
+
+def test_mermaid_diagram_reads_in_both_themes(page, lab, shots):
+    """The diagram drawn in the light theme stays readable after a switch to JupyterLab Dark (dark
+    ink on its own card, not on the dark page), and so does one drawn in the dark theme."""
+    name = "mermaid-theme.ipynb"
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": "mermaid-1", "metadata": {},
+                           "outputs": [], "source": MERMAID_NOTEBOOK}],
+                "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                            "name": "python3"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (lab.root / name).write_text(json.dumps(notebook))
+    try:
+        open_notebook(page, lab, name)
+        run_all(page)
+        assert errors_in_outputs(page) == []
+        output = cell_with(page, "show_mermaid(").locator(".jp-Cell-outputArea")
+        diagram = output.locator("img").first
+        expect(diagram).to_be_visible()
+        light = diagram_as_shown(diagram)
+        page.evaluate(THEME_JS, "JupyterLab Dark")
+        page.wait_for_function(THEME_LOADED_JS, arg="false")
+        switched = diagram_as_shown(diagram)
+        shot(page, shots, "mermaid-drawn-light-shown-dark")
+        run_all(page)  # drawn again, now in the dark theme
+        expect(diagram).to_be_visible()
+        dark = diagram_as_shown(diagram)
+        shot(page, shots, "mermaid-drawn-dark")
+        for when, seen in (("drawn light", light), ("drawn light, shown dark", switched), ("drawn dark", dark)):
+            assert seen["light"] > 0.8, f"{when}: the messages are not on a light card: {seen}"
+            assert seen["ink"] > 0.002, f"{when}: no dark labels or lines on the card: {seen}"
+    finally:
+        page.evaluate(THEME_JS, "JupyterLab Light")
+        page.wait_for_function(THEME_LOADED_JS, arg="true")
+        (lab.root / name).unlink(missing_ok=True)

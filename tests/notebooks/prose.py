@@ -155,3 +155,17 @@ def misquoted_checks(path: Path) -> list[str]:
                 where = section.title or "the lesson's start"
                 problems.append(f"{where}: said({check.quote!r}) quotes words that the text above it does not say")
     return problems
+
+
+TIME_WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10}
+STATED_TIME = re.compile(r"Run All takes (about|under) (\d+|a|one|two|three|four|five|ten) seconds?")
+
+
+def stated_run_time(path: Path) -> tuple[str, int] | None:
+    """What the lesson's "Time needed" says Run All takes: ``("about", 5)`` for "Run All takes about
+    5 seconds", ``("under", 2)`` for "under two seconds"; None when it says neither."""
+    time_needed = next(s for s in sections(path) if s.title == "Time needed")
+    found = STATED_TIME.search(" ".join(line for _, line in time_needed.prose))
+    if found is None:
+        return None
+    return found.group(1), TIME_WORDS.get(found.group(2)) or int(found.group(2))

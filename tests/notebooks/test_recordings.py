@@ -1,4 +1,4 @@
-"""The committed recordings in a2a_nb/data/recordings/ (the checkout's data/ links there) (made by ``make recordings``) are fit to teach from.
+"""The committed recordings in a2a_nb/data/recordings/ (made by ``make recordings``) are fit to teach from.
 
 Lesson 07 and the step-through player replay them without a broker, so each one must load, pass
 the profile's MUST checks, and show the reroutes its scenario is about: the broker saw the same

@@ -6,7 +6,6 @@ test uses a unit of its own so cards left by other tests never show up in its ta
 """
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -18,7 +17,7 @@ from a2a_nb.agents.discovery import Discovery
 from a2a_nb.notebook import DiscoveryBrowser, SendForm, discovery_browser, send_form
 from a2a_nb.notebook.widgets import WIDGET_MIME, has_widget_frontend, parse_tags
 from a2a_nb.protocol.retry import RetryProfile
-from a2a_nb.story.cast import TicketDesk, desk_card, echo_card, echo_handler
+from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 
 FAST = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.01,))

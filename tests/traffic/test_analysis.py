@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from a2a_nb.traffic import charts, frame  # noqa: E402
 
-FULL = Path(__file__).resolve().parents[2] / "data" / "recordings" / "full.jsonl"
+FULL = Path(__file__).resolve().parents[2] / "a2a_nb" / "data" / "recordings" / "full.jsonl"
 
 
 def counted(monkeypatch, module, name: str) -> dict:

@@ -21,7 +21,7 @@ from matplotlib.text import Text  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from a2a_nb.protocol import states  # noqa: E402
-from a2a_nb.traffic.charts import (DPI, SMALL, WIDTH, Mermaid, _two_lines, latency_chart,  # noqa: E402
+from a2a_nb.traffic.charts import (DPI, MERMAID_LOOK, SMALL, WIDTH, Mermaid, _two_lines, latency_chart,  # noqa: E402
                                    message_label, mermaid_sequence, reroute_chart, route_hops, scenario_frames,
                                    sequence_chart, show_mermaid, state_timeline, task_labels)
 from a2a_nb.traffic.frame import load_traffic  # noqa: E402
@@ -111,6 +111,7 @@ EXPECTED = """sequenceDiagram
     participant p2 as discovery
     participant p3 as coordinator
     participant p4 as analyst-1
+    rect rgb(255, 255, 255)
     p1-)p2: card online
     p3->>p1: SendStreamingMessage
     p4-->>p3: statusUpdate working
@@ -120,6 +121,7 @@ EXPECTED = """sequenceDiagram
     p3->>p1: SendMessage
     p1-->>p3: artifact report (last chunk)
     p1-->>p3: error -32004 responder_unavailable
+    end
 """
 
 
@@ -128,14 +130,28 @@ def test_mermaid_sequence_is_deterministic():
     assert text == EXPECTED
     assert mermaid_sequence(handover_traffic().records) == text
     short = mermaid_sequence(handover_traffic().records, max_messages=2)
-    assert short.endswith("    Note over p1: 6 more messages not shown\n")
+    assert short.endswith("    Note over p1: 6 more messages not shown\n    end\n")
 
 
 def test_show_mermaid_mime_bundle():
     m = show_mermaid(EXPECTED)
     assert isinstance(m, Mermaid)
-    assert m._repr_mimebundle_() == {"text/vnd.mermaid": EXPECTED, "text/plain": EXPECTED}
+    assert m._repr_mimebundle_() == {"text/markdown": f"```mermaid\n{MERMAID_LOOK}\n{EXPECTED}```\n", "text/plain": EXPECTED}
     assert str(show_mermaid(handover_traffic().records)) == EXPECTED
+
+
+def test_mermaid_label_cannot_restyle_the_diagram():
+    """A peer's name holding a Mermaid directive stays a label: no %% reaches the diagram's text."""
+    from a2a_nb.traffic.charts import _mermaid_text
+
+    label = _mermaid_text('x%%{init: {"theme": "dark"}}%%%')
+    assert "%%" not in label and "init" in label
+
+
+def test_mermaid_markdown_fence_outlasts_backticks_in_labels():
+    """A label from a recording cannot close the diagram's Markdown block early."""
+    md = Mermaid("sequenceDiagram\n    p1->>p2: a ```` b").markdown()
+    assert md.startswith("`````mermaid\n") and md.endswith("\n`````\n")
 
 
 def test_message_label_covers_every_event():
