@@ -332,3 +332,48 @@ def test_send_ubsp_trusts_only_the_hosts_it_is_told(served, env):
     assert trusted.returncode == 0 and "echo: hello" in trusted.stdout, trusted.stderr
     misuse = run(["send", "echo", "hello", "--unit", "cli-trust", "--trust-host", "keys.acme.example"], env)
     assert misuse.returncode == 2 and "go with --ubsp" in misuse.stderr
+
+
+def json_lines(stdout: str) -> list[dict]:
+    """``send --json``'s stdout: every line one JSON object (the last one the result)."""
+    lines = stdout.splitlines()
+    assert lines, "no output"
+    return [json.loads(line) for line in lines]
+
+
+def test_send_json_prints_the_reply_then_the_result_as_json_lines(served, env):
+    served("ticket-desk", "--handover", "first-reply", unit="cli-json")
+    out = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli-json", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    reply, result = json_lines(out.stdout)
+    assert reply["kind"] == "reply" and reply["state"] == "input-required" and "reproduction steps" in reply["text"]
+    assert reply["data"]["task"]["id"] == reply["task_id"]
+    assert result["result"] == "task" and result["task_id"] == reply["task_id"] and result["exit_code"] == 0
+    assert result["state"] == "input-required" and result["attempts"] == 1
+    assert result["answer_with"].startswith("python -m a2a_nb send analyst-1 ") and reply["task_id"] in result["answer_with"]
+    assert [r["to"] for r in result["reroutes"]] == ["acme/cli-json/analyst-1"]
+
+
+def test_send_json_streams_one_line_per_event(served, env):
+    served("ticket-desk", "--handover", "first-reply", unit="cli-json-s")
+    out = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli-json-s", "--json", "--stream"], env)
+    assert out.returncode == 0, out.stderr
+    *events, result = json_lines(out.stdout)
+    assert events[0]["kind"] == "task" and events[0]["state"] == "submitted"
+    assert events[-1]["kind"] == "statusUpdate" and events[-1]["state"] == "input-required"
+    assert "reproduction steps" in events[-1]["text"]
+    assert {e["task_id"] for e in events} == {result["task_id"]} and result["events"] == len(events)
+    assert result["state"] == "input-required" and result["exit_code"] == 0
+
+
+def test_send_json_errors_stay_one_line_on_stderr(served, env):
+    served("echo", unit="cli-json-e")
+    out = run(["send", "echo", "hi", "--unit", "cli-json-e", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    reply, result = json_lines(out.stdout)
+    assert reply["text"] == "echo: hi" and result["result"] == "message" and result["task_id"] is None
+    wrong = run(["send", "ecko", "hi", "--unit", "cli-json-e", "--json"], env)
+    assert wrong.returncode == 1 and wrong.stdout == ""
+    assert wrong.stderr.startswith("error: no card for ecko in acme/cli-json-e; known agents: echo\n"), wrong.stderr
+    usage = run(["send", "echo", "hi", "--unit", "cli-json-e", "--json", "--timeout", "-1"], env)
+    assert usage.returncode == 2 and usage.stdout == ""
