@@ -173,7 +173,7 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
         say(bridged_bench.format_bridged(bd))
     results["targets_met"] = {"send_ratio": ratio <= SEND_TARGET, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= STREAM_TARGET, "recorder_lost_0": rec["lost"] == 0,
-                              "load_traffic_ratio": lt["meets_target"]}
+                              "load_traffic_ratio": lt["meets_target"], "ubsp_ratio": ub["meets_target"]}
     if load_tasks:
         results["targets_met"]["load_ratio"] = results["load_ratio"] >= LOAD_TARGET
     return results
