@@ -3,7 +3,7 @@
 ``bench_ubsp`` serves two echo agents in a unit of its own, one plain and one with ubsp-v1 keys, and
 times ``send`` to each from a plain requester and a ubsp-v1 requester, in alternating batches. A
 sealed round trip seals twice and opens twice (request and reply): each seal is an ES256 signature
-plus an ECDH-ES key agreement, each open the reverse (jwcrypto on ``cryptography``). The keys are
+plus an ECDH-ES key agreement, each open the reverse (joserfc on ``cryptography``). The keys are
 inline and trusted (``KeyTrust(trust_inline=True)``): a ``jwksUri`` is fetched once and cached, so
 after the warm-up it would cost the same.
 

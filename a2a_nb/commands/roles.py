@@ -134,7 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _local_keys():
     """This machine's ubsp-v1 key home, opened (``a2a_nb.ubsp.local_keys``); None without the
-    ``secure`` extra (jwcrypto), then agents answer plain requests only."""
+    ``secure`` extra (joserfc), then agents answer plain requests only."""
     try:
         from ..ubsp.local_keys import LocalKeys
     except ImportError as exc:
