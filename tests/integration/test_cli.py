@@ -125,6 +125,15 @@ def test_bench_json_reports_ratios(env):
     assert apart["agents_apart"] and apart["completed"] == 20 and apart["executions"] == 20
     assert res["raw_load_apart"]["lost"] == 0 and res["raw_stream_apart"]["n"] == 300
     assert res["load_apart_shape_ratio"] == apart["events_per_s"] / res["raw_load_apart"]["per_s"]
+    met = res["targets_met"]  # issue 40's targets: each a ratio in this run, with met or missed
+    assert met["load_shape_ratio"] == (res["load_shape_ratio"] >= 0.9)
+    assert met["load_apart_shape_ratio"] == (res["load_apart_shape_ratio"] >= 0.9)
+    assert met["load_apart_ratio"] == (res["load_apart_ratio"] >= 0.5)
+    ub = res["ubsp"]  # a sealed send vs a plain one, and one seal and one open vs bare cryptography
+    assert met["ubsp_ratio"] == (ub["ratio"] <= 2.0) and ub["refused"] == 0
+    costs = ub["costs"]
+    assert costs["seal_us"] > 0 and costs["open_us"] > 0 and costs["floor"]["seal_us"] > 0 and costs["floor"]["open_us"] > 0
+    assert costs["seal_floor_ratio"] == round(costs["seal_us"] / costs["floor"]["seal_us"], 2)
 
 
 def test_send_continues_an_interrupted_task_with_task(served, env):
