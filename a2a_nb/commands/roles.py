@@ -42,6 +42,8 @@ def register(sub) -> None:
     m.add_argument("agent", help="agent id, or pool:NAME")
     m.add_argument("text", help="the message text; - reads it from stdin (at most 256 KiB of UTF-8)")
     m.add_argument("--stream", action="store_true", help="SendStreamingMessage: print each event")
+    m.add_argument("--json", action="store_true",
+                   help="JSON lines: one per reply or stream event, then the result (task id, state, timing)")
     m.add_argument("--ubsp", action="store_true",
                    help="ubsp-v1: seal the request and read sealed replies (end-to-end JWE; keys of this machine's "
                         "key home, A2A_UBSP_DIR)")
@@ -132,7 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _local_keys():
     """This machine's ubsp-v1 key home, opened (``a2a_nb.ubsp.local_keys``); None without the
-    ``secure`` extra (jwcrypto), then agents answer plain requests only."""
+    ``secure`` extra (joserfc), then agents answer plain requests only."""
     try:
         from ..ubsp.local_keys import LocalKeys
     except ImportError as exc:
@@ -221,25 +223,36 @@ def cmd_send(args: argparse.Namespace) -> int:
         if not watched.startswith("pool:"):
             watch_presence(req.session, watched, args.org, args.unit, streams)
         try:
-            task_id, state = _print_send(req, to, args, message, streams)
+            task_id, state, outcome = _print_send(req, to, args, message, streams)
         except A2AError as exc:
             if exc.code != errors.TASK_NOT_FOUND or not any(s.recoveries for s in streams):
                 raise
             raise CliError(f"the agent answered error {exc.code} (TaskNotFound) when the stream was recovered: "
                            f"{exc.message}", hint="the agent no longer knows the task: it restarted without its "
                            "tasks (`serve ticket-desk --store FILE` keeps them across a restart)") from None
-        for r in req.routing.reroutes():
-            if r.at >= started:  # the routes file also holds the reroutes of earlier sends
-                print(f"routing: {r.cause} {r.from_} → {r.to}")
+        reroutes = [r for r in req.routing.reroutes() if r.at >= started]  # the routes file also holds earlier sends
+        answer = None
+        if task_id is not None and state is not None and states.is_interrupted(state):
+            now = req.routing.target(task_id)  # the analyst a handover named: the answer goes there
+            answer = (f"python -m a2a_nb send {now.label if now else args.agent} "
+                      f"\"ANSWER\" --task {task_id}{scope_options(args.org, args.unit)}"
+                      + (" --stream" if args.stream else "") + (" --ubsp" if args.ubsp else ""))
+        if args.json:
+            outcome.update(reroutes=[{"cause": r.cause, "from": str(r.from_), "to": str(r.to)} for r in reroutes],
+                           answer_with=answer, exit_code=0)
+            if local is not None:
+                outcome["ubsp"] = {"sealed": req.stats.sent, "replies": req.stats.replies,
+                                   "refused": req.stats.refused, "plaintext_errors": req.stats.plaintext_errors}
+            print(json.dumps(outcome, ensure_ascii=False), flush=True)
+            return 0
+        for r in reroutes:
+            print(f"routing: {r.cause} {r.from_} → {r.to}")
         if local is not None:
             print(f"ubsp-v1: {req.stats.sent} request(s) sealed, {req.stats.replies} sealed repl(ies) received"
                   + (f", {req.stats.refused} refused" if req.stats.refused else "")
                   + (f", {req.stats.plaintext_errors} plaintext error(s)" if req.stats.plaintext_errors else ""))
-        if task_id is not None and state is not None and states.is_interrupted(state):
-            now = req.routing.target(task_id)  # the analyst a handover named: the answer goes there
-            print(f"the task waits for your answer: python -m a2a_nb send {now.label if now else args.agent} "
-                  f"\"ANSWER\" --task {task_id}{scope_options(args.org, args.unit)}"
-                  + (" --stream" if args.stream else "") + (" --ubsp" if args.ubsp else ""))
+        if answer is not None:
+            print(f"the task waits for your answer: {answer}")
         return 0
     finally:  # A2AError, RequestTimeout, a lost broker: cli.main prints them (cli.explain)
         req.close()
@@ -294,10 +307,13 @@ def watch_presence(session, agent: str, org: str, unit: str, streams: list) -> N
 
 
 def _print_send(req, to: str, args: argparse.Namespace, message: Optional[dict],
-                streams: list) -> tuple[Optional[str], Optional[str]]:
+                streams: list) -> tuple[Optional[str], Optional[str], dict]:
     """Send (or stream) the request and print what came back: the reply, then one line saying what it
-    was: a task and its state, or a Message (the agent made no task). Returns the Task.id and state
-    (None, None for a Message). A stream is put in ``streams`` while it is read."""
+    was: a task and its state, or a Message (the agent made no task). With ``--json`` each reply or
+    stream event is one JSON line instead (:func:`_json_line`) and the summary line is left to the
+    caller. Returns the Task.id and state (None, None for a Message) and the summary as a dict
+    (``task_id``, ``state``, ``message_reply``, ``ms``, ``events`` or ``attempts``). A stream is put
+    in ``streams`` while it is read."""
     from ..protocol import states
 
     t = time.perf_counter()
@@ -305,20 +321,47 @@ def _print_send(req, to: str, args: argparse.Namespace, message: Optional[dict],
         stream = req.stream(to, None if message else args.text, message=message)
         streams.append(stream)
         for ev in stream:
-            print(f"{(time.perf_counter() - t) * 1000:8.1f} ms  {ev.kind:15s} "
-                  f"{states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
+            ms = (time.perf_counter() - t) * 1000
+            if args.json:
+                _json_line(ev.kind, ms, ev.state, _event_text(ev), ev.data, task_id=stream.task_id)
+            else:
+                print(f"{ms:8.1f} ms  {ev.kind:15s} {states.short_name(ev.state) if ev.state else ''} {_event_text(ev)}")
         task_id, state = stream.task_id, stream.state
-        timing = f"{len(stream.events)} event(s) in {(time.perf_counter() - t) * 1000:.1f} ms"
+        ms = (time.perf_counter() - t) * 1000
+        summary: dict = {"events": len(stream.events)}
+        timing = f"{len(stream.events)} event(s) in {ms:.1f} ms"
     else:
         reply = req.send(to, None if message else args.text, message=message)
-        print(reply.text or json.dumps(reply.result))
-        task_id, state = reply.task_id, reply.state
-        timing = f"round trip {reply.rtt_s * 1000:.1f} ms; {len(reply.attempts)} attempt(s)"
+        state = reply.state
+        task_id = reply.task_id if state else None  # a Message reply: no task exists
+        ms = reply.rtt_s * 1000
+        summary = {"attempts": len(reply.attempts)}
+        if args.json:
+            _json_line("reply", ms, state, reply.text, reply.result, task_id=task_id)
+        else:
+            print(reply.text or json.dumps(reply.result))
+        timing = f"round trip {ms:.1f} ms; {len(reply.attempts)} attempt(s)"
+    outcome = {"result": "message" if state is None else "task", "task_id": task_id,
+               "state": states.short_name(state) if state else None, "ms": round(ms, 3), **summary}
+    if args.json:
+        return task_id, state, outcome
     if state is None:  # a SendMessage may be answered with a Message: then no task exists (A2A v1.0)
         print(f"message reply (the agent made no task); {timing}")
-        return None, None
+        return None, None, outcome
     print(f"task {task_id}: {states.short_name(state)}; {timing}")
-    return task_id, state
+    return task_id, state, outcome
+
+
+def _json_line(kind: str, ms: float, state: Optional[str], text: Optional[str], data, task_id: Optional[str]) -> None:
+    """``send --json``: one reply or stream event as a JSON line: ``kind`` (``reply``, or the stream
+    item's kind: ``task``, ``statusUpdate``, ``artifactUpdate``, ``message``, ...), ``ms`` since the
+    request, ``task_id``, ``state`` (short name), ``text`` (what the text output prints) and ``data``
+    (the JSON-RPC result or stream item as received)."""
+    from ..protocol import states
+
+    print(json.dumps({"kind": kind, "ms": round(ms, 3), "task_id": task_id,
+                      "state": states.short_name(state) if state else None, "text": text or "", "data": data},
+                     ensure_ascii=False, default=str), flush=True)
 
 
 def routes_path() -> Optional[str]:
@@ -403,7 +446,8 @@ def follow_up_target(req, args: argparse.Namespace) -> str:
                        hint=f"send the answer there: python -m a2a_nb send {now.label} {shlex.quote(args.text)} "
                             f"--task {args.task}{scope_options(args.org, args.unit)}")
     if named != now:
-        print(f"routing: task {args.task} was handed over from {first.label} to {now.label}: sending there", flush=True)
+        print(f"routing: task {args.task} was handed over from {first.label} to {now.label}: sending there",
+              flush=True, file=sys.stderr if getattr(args, "json", False) else sys.stdout)  # --json: stdout is JSON
     return now.label
 
 

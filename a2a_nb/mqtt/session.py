@@ -1044,8 +1044,8 @@ def _reason(exc: BaseException) -> str:
 # call (about 5 µs), and every attribute set scans them (about 4 µs). Two shortcuts, both with paho's
 # public API only: a blank ``Properties`` per packet type is made once and copied (copy.copy shares
 # the tables, about 1.5 µs); and the properties that repeat from one publish to the next (a stream's
-# replies all carry the same Correlation Data) are set once on a cached object that paho only reads.
-# Only User Properties are set per publish, on a copy.
+# replies all carry the same Correlation Data and User Properties) are set once on a cached object
+# that paho only reads (a cached object is never changed: a new value is set on a copy, cached too).
 _BLANK = {packet_type: Properties(packet_type) for packet_type in (PacketTypes.PUBLISH, PacketTypes.WILLMESSAGE)}
 
 
@@ -1056,12 +1056,28 @@ def _properties(msg: MqttMessage, packet_type: int) -> Optional[Properties]:
             and msg.content_type is None and msg.message_expiry is None and msg.payload_format is None):
         return None
     corr = bytes(msg.correlation_data) if msg.correlation_data is not None else None
-    fixed = _fixed_properties(packet_type, msg.response_topic, corr, msg.content_type, msg.message_expiry,
-                              msg.payload_format)
-    if not msg.user_properties:
-        return fixed  # paho only reads it (packs it, again for a resend): one object serves every publish
-    props = copy.copy(fixed)  # the User Properties go on a copy: the cached one never changes
-    props.UserProperty = [(str(k), str(v)) for k, v in msg.user_properties]
+    if not msg.user_properties:  # paho only reads it (packs it, again for a resend): one object serves every publish
+        return _fixed_properties(packet_type, msg.response_topic, corr, msg.content_type, msg.message_expiry,
+                                 msg.payload_format)
+    user = tuple((str(k), str(v)) for k, v in msg.user_properties)
+    make = _with_user_properties if sum(len(k) + len(v) for k, v in user) <= _CACHED_USER_CHARS else \
+        _with_user_properties.__wrapped__  # large values are not kept: the cache stays small
+    return make(packet_type, msg.response_topic, corr, msg.content_type, msg.message_expiry, msg.payload_format, user)
+
+
+_CACHED_USER_CHARS = 1024
+"""User Properties of at most this many characters (names and values) are cached with their Properties."""
+
+
+@functools.lru_cache(maxsize=256)
+def _with_user_properties(packet_type: int, response_topic: Optional[str], correlation: Optional[bytes],
+                          content_type: Optional[str], message_expiry: Optional[int], payload_format: Optional[int],
+                          user_properties: tuple[tuple[str, str], ...]) -> Properties:
+    """:func:`_fixed_properties` plus these User Properties, on a copy (the cached one never changes).
+    Cached too: a stream's items repeat their Correlation Data and User Properties item after item."""
+    props = copy.copy(_fixed_properties(packet_type, response_topic, correlation, content_type, message_expiry,
+                                        payload_format))
+    props.UserProperty = list(user_properties)
     return props
 
 

@@ -177,6 +177,10 @@ class RoutingTable:
         route = self.routes.get(task_id)
         if route is None or not responder_agent_id:
             return None
+        current, card = route.current, route.card
+        if (current.agent == responder_agent_id and current.pool is None and current.org == card.org
+                and current.unit == card.unit):
+            return None  # the agent that answers already (every item of a stream): nothing to check or build
         validate_identifier(responder_agent_id, "a2a-responder-agent-id")
         new = Address(route.card.org, route.card.unit, agent=responder_agent_id)
         if new == route.current:

@@ -125,6 +125,15 @@ def test_bench_json_reports_ratios(env):
     assert apart["agents_apart"] and apart["completed"] == 20 and apart["executions"] == 20
     assert res["raw_load_apart"]["lost"] == 0 and res["raw_stream_apart"]["n"] == 300
     assert res["load_apart_shape_ratio"] == apart["events_per_s"] / res["raw_load_apart"]["per_s"]
+    met = res["targets_met"]  # issue 40's targets: each a ratio in this run, with met or missed
+    assert met["load_shape_ratio"] == (res["load_shape_ratio"] >= 0.9)
+    assert met["load_apart_shape_ratio"] == (res["load_apart_shape_ratio"] >= 0.9)
+    assert met["load_apart_ratio"] == (res["load_apart_ratio"] >= 0.5)
+    ub = res["ubsp"]  # a sealed send vs a plain one, and one seal and one open vs bare cryptography
+    assert met["ubsp_ratio"] == (ub["ratio"] <= 2.0) and ub["refused"] == 0
+    costs = ub["costs"]
+    assert costs["seal_us"] > 0 and costs["open_us"] > 0 and costs["floor"]["seal_us"] > 0 and costs["floor"]["open_us"] > 0
+    assert costs["seal_floor_ratio"] == round(costs["seal_us"] / costs["floor"]["seal_us"], 2)
 
 
 def test_send_continues_an_interrupted_task_with_task(served, env):
@@ -332,3 +341,48 @@ def test_send_ubsp_trusts_only_the_hosts_it_is_told(served, env):
     assert trusted.returncode == 0 and "echo: hello" in trusted.stdout, trusted.stderr
     misuse = run(["send", "echo", "hello", "--unit", "cli-trust", "--trust-host", "keys.acme.example"], env)
     assert misuse.returncode == 2 and "go with --ubsp" in misuse.stderr
+
+
+def json_lines(stdout: str) -> list[dict]:
+    """``send --json``'s stdout: every line one JSON object (the last one the result)."""
+    lines = stdout.splitlines()
+    assert lines, "no output"
+    return [json.loads(line) for line in lines]
+
+
+def test_send_json_prints_the_reply_then_the_result_as_json_lines(served, env):
+    served("ticket-desk", "--handover", "first-reply", unit="cli-json")
+    out = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli-json", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    reply, result = json_lines(out.stdout)
+    assert reply["kind"] == "reply" and reply["state"] == "input-required" and "reproduction steps" in reply["text"]
+    assert reply["data"]["task"]["id"] == reply["task_id"]
+    assert result["result"] == "task" and result["task_id"] == reply["task_id"] and result["exit_code"] == 0
+    assert result["state"] == "input-required" and result["attempts"] == 1
+    assert result["answer_with"].startswith("python -m a2a_nb send analyst-1 ") and reply["task_id"] in result["answer_with"]
+    assert [r["to"] for r in result["reroutes"]] == ["acme/cli-json/analyst-1"]
+
+
+def test_send_json_streams_one_line_per_event(served, env):
+    served("ticket-desk", "--handover", "first-reply", unit="cli-json-s")
+    out = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli-json-s", "--json", "--stream"], env)
+    assert out.returncode == 0, out.stderr
+    *events, result = json_lines(out.stdout)
+    assert events[0]["kind"] == "task" and events[0]["state"] == "submitted"
+    assert events[-1]["kind"] == "statusUpdate" and events[-1]["state"] == "input-required"
+    assert "reproduction steps" in events[-1]["text"]
+    assert {e["task_id"] for e in events} == {result["task_id"]} and result["events"] == len(events)
+    assert result["state"] == "input-required" and result["exit_code"] == 0
+
+
+def test_send_json_errors_stay_one_line_on_stderr(served, env):
+    served("echo", unit="cli-json-e")
+    out = run(["send", "echo", "hi", "--unit", "cli-json-e", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    reply, result = json_lines(out.stdout)
+    assert reply["text"] == "echo: hi" and result["result"] == "message" and result["task_id"] is None
+    wrong = run(["send", "ecko", "hi", "--unit", "cli-json-e", "--json"], env)
+    assert wrong.returncode == 1 and wrong.stdout == ""
+    assert wrong.stderr.startswith("error: no card for ecko in acme/cli-json-e; known agents: echo\n"), wrong.stderr
+    usage = run(["send", "echo", "hi", "--unit", "cli-json-e", "--json", "--timeout", "-1"], env)
+    assert usage.returncode == 2 and usage.stdout == ""

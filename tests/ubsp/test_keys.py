@@ -126,7 +126,7 @@ def test_processes_opening_a_fresh_key_home_at_once_all_serve_keys_its_ca_trusts
 
 def test_jwe_headers_are_read_before_decrypting_zip_and_other_algorithms_refused(pair):
     """Compact or JSON serialization: ``zip`` in any header, another alg/enc, a header too long or not
-    JSON is refused before jwcrypto sees the payload (issue 35 item 3; the end-to-end bomb:
+    JSON is refused before the JOSE library sees the payload (issue 35 item 3; the end-to-end bomb:
     test_ubsp_hostile.py)."""
     from a2a_nb.ubsp.keys import jwe_header_problem
 

@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from jwcrypto import jwe, jwk
-from jwcrypto.common import json_encode
+from joserfc import jwe
+from joserfc.jwk import KeySet
 
 from a2a_nb.agents.requester import Requester
 from a2a_nb.agents.responder import Responder, ResponderOptions
@@ -221,13 +221,11 @@ def bomb_for():
 
     def bomb(public_jwks: dict) -> bytes:
         """A ``zip: DEF`` JWE of 96 MiB of zeros sealed to these keys (anyone can: they are public)."""
-        key = next(k for k in jwk.JWKSet.from_json(json.dumps(public_jwks)) if k.get("use") == "enc")
-        if key.get("kid") not in made:
-            token = jwe.JWE(b"\0" * BOMB_BYTES, protected=json_encode({"alg": KEY_ALG, "enc": CONTENT_ALG,
-                                                                          "zip": "DEF", "kid": key.get("kid")}))
-            token.add_recipient(key)
-            made[key.get("kid")] = token.serialize(compact=True).encode()
-        return made[key.get("kid")]
+        key = next(k for k in KeySet.import_key_set(public_jwks) if k.get("use") == "enc")
+        if key.kid not in made:
+            made[key.kid] = jwe.encrypt_compact({"alg": KEY_ALG, "enc": CONTENT_ALG, "zip": "DEF", "kid": key.kid},
+                                                b"\0" * BOMB_BYTES, key).encode()
+        return made[key.kid]
     return bomb
 
 

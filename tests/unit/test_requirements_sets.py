@@ -22,7 +22,7 @@ TEST_APT = {"chromium", "gcc", "mosquitto-dev", "libmosquitto-dev"}
 """Debian packages only the tests use: the browser tests' chromium, the status plugin's compiler and headers."""
 WITH_JUPYTERLAB = {"jupytext", "nbformat", "nbclient", "typing-extensions"}
 """Lesson pins no extra of pyproject.toml names: jupytext pairs each lesson with its text file in
-JupyterLab; the others come with JupyterLab and jwcrypto anyway and are pinned to fix their versions."""
+JupyterLab; the others come with JupyterLab anyway and are pinned to fix their versions."""
 
 
 def norm(name: str) -> str:
