@@ -871,13 +871,25 @@ class Session:
             if not self._closed:
                 rc, mid = self._client.unsubscribe(filter_)
                 if rc == mqtt.MQTT_ERR_SUCCESS:
+                    deadline = time.monotonic() + timeout
                     with self._cond:
                         self._cond.wait_for(lambda: mid in self._unsubacks or self._closed, timeout)
                         self._unsubacks.discard(mid)
+                    self._wait_handed_over(time.monotonic(), deadline)
         finally:
             with self._cond:
                 self._subs = [(s, h) for s, h in self._subs if s.filter != filter_]
                 self._route_cache = {}
+
+    def _wait_handed_over(self, since: float, deadline: float) -> None:
+        """Wait (until ``deadline``) for the network thread to hand over every message read before
+        ``since``: a message read in the same turn as the UNSUBACK reaches its handler only after paho
+        reported the UNSUBACK. Never on the network thread itself (it hands them over after this returns)."""
+        if self._loop is None or self.on_network_thread():
+            return
+        while self.read_until < since and not self._closed and time.monotonic() < deadline:
+            self._loop.wake()  # out of select: a turn that starts after ``since`` moves read_until past it
+            time.sleep(0.002)
 
     def delivers_shared_dollar_topics(self, probe_topic: str, wait: float = 1.0) -> bool:
         """Does this broker deliver ``$share/...`` subscriptions on topics starting with ``$``?
