@@ -8,6 +8,7 @@ agent names never meet another worker's.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import tempfile
@@ -15,6 +16,7 @@ import tempfile
 import pytest
 
 from a2a_nb.mqtt.broker import ENV_URL, EmbeddedBroker
+from tests.helpers import uid
 
 _session_broker: "EmbeddedBroker | None" = None
 
@@ -30,6 +32,28 @@ def pytest_sessionstart(session):
     if not os.environ.get(ENV_URL) and not _is_xdist_controller(session.config):
         _session_broker = EmbeddedBroker().start()
         os.environ[ENV_URL] = _session_broker.url
+
+
+BROKER_FIXTURES = frozenset({"broker_url", "private_broker", "bridged_pair"})
+BROKER_STARTERS = ("EmbeddedBroker(", "SecureBroker(", "BridgedPair(")
+"""A test that uses one of these fixtures (itself or through another fixture), or whose own code
+starts a broker, needs a broker: it is marked ``broker``, so ``pytest -m "not broker"`` is the fast
+set (``make test-fast``). A test that needs one in another way says so: ``@pytest.mark.broker``."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or _starts_a_broker(item):
+            item.add_marker(pytest.mark.broker)
+
+
+def _starts_a_broker(item) -> bool:
+    function = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        return False
+    return any(starter in source for starter in BROKER_STARTERS)
 
 
 def _is_xdist_controller(config) -> bool:
@@ -48,6 +72,12 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session")
 def broker_url() -> str:
     return os.environ[ENV_URL]
+
+
+@pytest.fixture
+def unit() -> str:
+    """A unit of the test's own: its topics and retained cards never meet another test's."""
+    return uid("u")
 
 
 @pytest.fixture

@@ -59,11 +59,6 @@ def broker_url():
         yield b.url
 
 
-@pytest.fixture
-def unit() -> str:
-    return f"status-{uuid.uuid4().hex[:6]}"
-
-
 def test_the_broker_marks_a_connected_agents_card_online_and_a_killed_one_offline(broker_url, unit):
     cards = Cards(broker_url, unit)
     echo = Responder("echo", echo_handler, unit=unit, card=echo_card(ORG, unit), broker=broker_url)

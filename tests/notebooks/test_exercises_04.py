@@ -11,6 +11,7 @@ from a2a_nb.notebook.exercises import lesson04
 from a2a_nb.protocol import states
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+from tests.helpers import gives_nothing_away
 
 
 @pytest.fixture
@@ -39,12 +40,6 @@ def finished(cast):
     stream.wait()
     assert stream.state == states.COMPLETED
     return stream
-
-
-def gives_nothing_away(feedback, *answers):
-    assert not feedback.right
-    for answer in answers:
-        assert str(answer) not in feedback.message
 
 
 # -- exercise 1: continue the task ------------------------------------------------------------------

@@ -19,14 +19,7 @@ from a2a_nb.protocol import states, topics
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
-
-QUICK = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=3.0, max_attempts=3,
-                     backoff_s=(0.05, 0.1, 0.2))
-
-
-@pytest.fixture
-def unit() -> str:
-    return f"ex05-{uuid.uuid4().hex[:8]}"
+from tests.helpers import QUICK, gives_nothing_away
 
 
 @pytest.fixture
@@ -34,13 +27,6 @@ def coordinator(broker_url, unit):
     req = Requester("coordinator", unit=unit, broker=broker_url, retry=QUICK, seed=5)
     yield req
     req.close()
-
-
-def gives_nothing_away(feedback, *answers: str) -> None:
-    assert not feedback.right, feedback
-    assert "✗ not yet" in str(feedback)
-    for answer in answers:
-        assert answer not in feedback.message, f"the hint gives {answer!r} away: {feedback.message}"
 
 
 # -- find the reroute's cause --------------------------------------------------------------------------
