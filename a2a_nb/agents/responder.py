@@ -2,7 +2,9 @@
 
 Profile: Discovery Publisher Behavior, Presence and Liveness (retained card with ``a2a-status``,
 last will, offline on graceful stop), Request/Reply Mapping 3-7, Error Handling and Deduplication,
-Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10.
+Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10 (a pool's
+membership: :mod:`a2a_nb.agents.pool_member`). Each JSON-RPC method has its handler in the method
+table (``_method_table``).
 
 Requests arrive on the session's network thread and are only queued there; a small pool of worker
 threads checks and executes them (an ``inline`` agent, such as echo, runs them on the network thread

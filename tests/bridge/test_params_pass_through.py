@@ -9,7 +9,6 @@ agents read the field, that the answer shows it.
 """
 from __future__ import annotations
 
-import secrets
 import uuid
 
 import pytest
@@ -22,12 +21,13 @@ from a2a_nb.protocol.packet import MqttMessage
 from tests.bridge.conftest import ORG
 from tests.bridge.test_http import rpc, send_params, sse_items
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 
 def requests_to(broker_url: str, unit: str, agent: str) -> list[MqttMessage]:
     """Every request the broker delivers on ``agent``'s request topic from now on (what it receives)."""
     seen: list[MqttMessage] = []
-    s = Session(ORG, unit, f"witness-{secrets.token_hex(3)}", broker=broker_url)
+    s = Session(ORG, unit, uid("witness"), broker=broker_url)
     s.subscribe(topics.request_topic(ORG, unit, agent), handler=seen.append)
     return seen
 

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -88,7 +87,7 @@ def silent_port():
 @pytest.fixture
 def cards(broker_url):
     """Publish retained Agent Cards (as an agent would) and clear them afterwards."""
-    session = Session("acme", "errs", f"cards-{uuid.uuid4().hex[:6]}", broker=broker_url)
+    session = Session("acme", "errs", uid("cards"), broker=broker_url)
     published = []
 
     def publish(unit: str, agent: str, status: str = "online") -> None:

@@ -10,12 +10,12 @@ from a2a_nb.agents import Requester
 from a2a_nb.notebook.exercises import lesson03
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
-from tests.helpers import gives_nothing_away
+from tests.helpers import gives_nothing_away, uid
 
 
 @pytest.fixture(scope="module")
 def stream(broker_url):
-    unit = f"ex03-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex03")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="none", seed=3, pace=0.01)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, seed=3)
     s = coordinator.stream("ticket-desk", TICKET_TEXT + "\n" + REPRO_TEXT, context_id=CONTEXT_ID)

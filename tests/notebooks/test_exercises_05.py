@@ -19,7 +19,7 @@ from a2a_nb.protocol import states, topics
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
-from tests.helpers import QUICK, gives_nothing_away
+from tests.helpers import QUICK, gives_nothing_away, uid
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def unreachable(broker_url):
     """The unreachable case of step 7: handover to an analyst that dies, fallback to the desk. Made
     once for the module: the check reads only the routing table, which outlives the sessions that
     ``tests/conftest.py`` closes after each test."""
-    unit = f"ex05-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex05")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="dies", seed=7, pace=0.01)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, retry=QUICK, seed=5)
     doomed = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)

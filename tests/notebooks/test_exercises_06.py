@@ -22,7 +22,7 @@ from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
-from tests.helpers import QUICK, gives_nothing_away
+from tests.helpers import QUICK, gives_nothing_away, uid
 
 ONE_TRY = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=0.5, max_attempts=1, backoff_s=(0.05,))
 
@@ -126,7 +126,7 @@ def test_the_same_correlation_data_twice():
 @pytest.fixture(scope="module")
 def two_32004s(broker_url):
     """Step 5's refusal (a message to a finished task) and the busy desk's, from a real desk."""
-    unit = f"ex06-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex06")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="none", seed=9, max_analysts=1, pace=0.1)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, retry=QUICK, seed=9)
     try:

@@ -17,7 +17,7 @@ from a2a_nb.notebook.exercises import lesson09
 from a2a_nb.protocol import MqttMessage, topics
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import TICKET_TEXT
-from tests.helpers import clear_cards
+from tests.helpers import clear_cards, uid
 
 ORG = "acme"
 
@@ -41,7 +41,7 @@ def post_ticket(bridge: Bridge, message_id: str) -> dict:
 def sent(bridge):
     """What the learner gets back, and where the follow-ups really go (computed apart from the check:
     from the routing table's current agent)."""
-    reply = post_ticket(bridge, f"ex09-{secrets.token_hex(4)}")
+    reply = post_ticket(bridge, uid("ex09"))
     task_id = reply["result"]["task"]["id"]
     analyst = bridge.requester.routing.target(task_id).agent
     assert analyst and analyst.startswith("analyst-"), "the desk hands a new ticket over on its first reply"
