@@ -35,10 +35,12 @@ def pytest_sessionstart(session):
 
 
 BROKER_FIXTURES = frozenset({"broker_url", "private_broker", "bridged_pair"})
-BROKER_STARTERS = ("EmbeddedBroker(", "SecureBroker(", "BridgedPair(")
-"""A test that uses one of these fixtures (itself or through another fixture), or whose own code
-starts a broker, needs a broker: it is marked ``broker``, so ``pytest -m "not broker"`` is the fast
-set (``make test-fast``). A test that needs one in another way says so: ``@pytest.mark.broker``."""
+BROKER_SIGNS = ("EmbeddedBroker(", "SecureBroker(", "BridgedPair(", "BridgedBroker(", "A2A_BROKER_URL", "ENV_URL",
+                '"broker"')
+"""A test needs a broker when it uses one of these fixtures (itself or through another fixture), or
+when its own code starts a broker or hands one on (a ``broker`` command, the ``A2A_BROKER_URL`` a
+subprocess inherits). Such tests are marked ``broker``, so that ``pytest -m "not broker"`` is the
+fast set (``make test-fast``). A test whose helpers start one says so: ``pytest.mark.broker``."""
 
 
 def pytest_collection_modifyitems(config, items):
@@ -53,7 +55,7 @@ def _starts_a_broker(item) -> bool:
         source = inspect.getsource(function) if function is not None else ""
     except (OSError, TypeError):
         return False
-    return any(starter in source for starter in BROKER_STARTERS)
+    return any(sign in source for sign in BROKER_SIGNS)
 
 
 def _is_xdist_controller(config) -> bool:
