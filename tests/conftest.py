@@ -36,7 +36,7 @@ def pytest_sessionstart(session):
 
 BROKER_FIXTURES = frozenset({"broker_url", "private_broker", "bridged_pair"})
 BROKER_SIGNS = ("EmbeddedBroker(", "SecureBroker(", "BridgedPair(", "BridgedBroker(", "A2A_BROKER_URL", "ENV_URL",
-                '"broker"')
+                '("broker"', '["broker"')
 """A test needs a broker when it uses one of these fixtures (itself or through another fixture), or
 when its own code starts a broker or hands one on (a ``broker`` command, the ``A2A_BROKER_URL`` a
 subprocess inherits). Such tests are marked ``broker``, so that ``pytest -m "not broker"`` is the
