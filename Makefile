@@ -44,7 +44,7 @@ test-paho-oldest:
 	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_session.py $(wildcard tests/integration/test_roles_*.py)
 
 test-fast: test-setup
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider -m "not broker" tests
 
 ## the whole story in the terminal; charts saved as PNG files in out/
 story: lab-setup

@@ -8,6 +8,7 @@ agent names never meet another worker's.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import signal
@@ -16,6 +17,7 @@ import tempfile
 import pytest
 
 from a2a_nb.mqtt.broker import ENV_URL, EmbeddedBroker
+from tests.helpers import uid
 
 _session_broker: "EmbeddedBroker | None" = None
 
@@ -37,6 +39,30 @@ def pytest_sessionstart(session):
         os.environ[ENV_URL] = _session_broker.url
 
 
+BROKER_FIXTURES = frozenset({"broker_url", "private_broker", "bridged_pair"})
+BROKER_SIGNS = ("EmbeddedBroker(", "SecureBroker(", "BridgedPair(", "BridgedBroker(", "A2A_BROKER_URL", "ENV_URL",
+                '("broker"', '["broker"')
+"""A test needs a broker when it uses one of these fixtures (itself or through another fixture), or
+when its own code starts a broker or hands one on (a ``broker`` command, the ``A2A_BROKER_URL`` a
+subprocess inherits). Such tests are marked ``broker``, so that ``pytest -m "not broker"`` is the
+fast set (``make test-fast``). A test whose helpers start one says so: ``pytest.mark.broker``."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or _starts_a_broker(item):
+            item.add_marker(pytest.mark.broker)
+
+
+def _starts_a_broker(item) -> bool:
+    function = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        return False
+    return any(sign in source for sign in BROKER_SIGNS)
+
+
 def _is_xdist_controller(config) -> bool:
     """This process hands tests to pytest-xdist workers and runs none itself."""
     return not os.environ.get("PYTEST_XDIST_WORKER") and bool(getattr(config.option, "numprocesses", None))
@@ -53,6 +79,12 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session")
 def broker_url() -> str:
     return os.environ[ENV_URL]
+
+
+@pytest.fixture
+def unit() -> str:
+    """A unit of the test's own: its topics and retained cards never meet another test's."""
+    return uid("u")
 
 
 @pytest.fixture

@@ -590,8 +590,8 @@ class Requester:
         field the caller set (``configuration``, ``metadata``, ``historyLength``, ...) reaches the agent.
         Routing, retries and handover as for ``send``; a new message gets a requester-made Task.id
         (Profile: Request/Reply Mapping). Raises :class:`A2AError` for an error reply."""
-        params, task_id, target = self._routed(method, params, to)
-        return self._unary(method, params, task_id, target)
+        params, task_id, target, new_task = self._routed(method, params, to)
+        return self._unary(method, params, task_id, target, new_task=new_task)
 
     def call_stream(self, method: str, params: dict, *, to: Optional[Target] = None,
                     artifact_mode: Optional[str] = None) -> "Stream":
@@ -599,13 +599,15 @@ class Requester:
         if method not in jsonrpc.STREAMING_METHODS:
             raise ValueError(f"call_stream takes a streaming method ({', '.join(sorted(jsonrpc.STREAMING_METHODS))}), "
                              f"not {method!r}: use call()")
-        params, task_id, target = self._routed(method, params, to)
+        params, task_id, target, new_task = self._routed(method, params, to)
         assert task_id is not None  # both streaming methods name a task
         context_id = (params.get("message") or {}).get("contextId")
-        return Stream(self, method, params, task_id, target, artifact_mode, view=TaskView(task_id, context_id))
+        return Stream(self, method, params, task_id, target, artifact_mode, view=TaskView(task_id, context_id),
+                      new_task=new_task)
 
-    def _routed(self, method: str, params: Any, to: Optional[Target]) -> tuple[dict, Optional[str], Address]:
-        """``params`` (a message without a taskId given a fresh one), the task it names, and who to ask."""
+    def _routed(self, method: str, params: Any, to: Optional[Target]) -> tuple[dict, Optional[str], Address, bool]:
+        """``params`` (a message without a taskId given a fresh one), the task it names, who to ask, and
+        whether it starts a task (as in ``send``: an unknown agent is then :class:`UnknownAgent` at once)."""
         jsonrpc.check_method(method)
         if not isinstance(params, dict):
             raise TypeError(f"params of {method} must be a dict (the JSON-RPC params object), not {type(params).__name__}")
@@ -618,13 +620,14 @@ class Requester:
                            "contextId": message.get("contextId") or self.ids.context_id()}
                 params = {**params, "message": message}
             task_id = message["taskId"]
-            return params, task_id, self._start_route(task_id, to)
+            new_task = self.routing.target(task_id) is None
+            return params, task_id, self._start_route(task_id, to), new_task
         task_id = params.get("id") if method in jsonrpc.TASK_METHODS else None
         if isinstance(task_id, str) and task_id:
-            return params, task_id, self.target_of(task_id, to)
+            return params, task_id, self.target_of(task_id, to), False
         if to is None:
             raise ValueError(f"{method} needs a target: call({method!r}, params, to='ticket-desk')")
-        return params, None, self.address(to)
+        return params, None, self.address(to), False
 
     def _start_route(self, task_id: str, to: Optional[Target]) -> Address:
         if self.routing.target(task_id) is None:

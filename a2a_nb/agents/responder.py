@@ -2,7 +2,9 @@
 
 Profile: Discovery Publisher Behavior, Presence and Liveness (retained card with ``a2a-status``,
 last will, offline on graceful stop), Request/Reply Mapping 3-7, Error Handling and Deduplication,
-Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10.
+Mandatory Binding-Specific Error Mapping, Optional Shared Subscription Dispatch 4-10 (a pool's
+membership: :mod:`a2a_nb.agents.pool_member`). Each JSON-RPC method has its handler in the method
+table (``_method_table``).
 
 Requests arrive on the session's network thread and are only queued there; a small pool of worker
 threads checks and executes them (an ``inline`` agent, such as echo, runs them on the network thread
@@ -15,7 +17,6 @@ import json
 import logging
 import queue
 import threading
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
@@ -28,6 +29,7 @@ from ..protocol.ids import IdSource
 from ..protocol.packet import LIVE_ONLY, MqttMessage, encode_json
 from .auth import BearerPolicy
 from .context import TaskContext
+from .pool_member import PoolMember
 from .reply_paths import BLOCKING, STREAM, Listener, Seal
 from .runtime import TaskCanceled, TaskRuntime, trim_history
 
@@ -37,11 +39,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TaskContext], object]
+MethodHandler = Callable[[MqttMessage, "inbound.Accepted", bool, str], None]
+"""Answers one checked request: (request, verdict, pooled, caller)."""
 
 DEFAULT_MAX_REQUEST_BYTES = 256 * 1024
-TAKEOVER_RECHECK_S = 0.05
-"""How often a pool member looks again at a request whose claim is overdue but whose winner is busy,
-or whose claim its own network thread may not have read yet."""
 
 
 @dataclass
@@ -95,9 +96,6 @@ class ResponderOptions:
     task_events: bool = False
 
 
-POOL_DISPATCH = ("auto", "slot")
-
-
 class Responder:
     """One agent on the broker, with Client ID ``{org}/{unit}/{agent}``.
 
@@ -130,22 +128,15 @@ class Responder:
         ubsp: Optional["Ubsp"] = None,
         start: bool = True,
     ):
-        if options.pool_dispatch not in POOL_DISPATCH:
-            raise ValueError(f"pool_dispatch is one of {POOL_DISPATCH}, not {options.pool_dispatch!r}")
         self.org, self.unit, self.agent = org, unit, agent
         self.handler = handler
         self.ubsp = ubsp
         self.card = cards.with_extension(card, ubsp.card_extension()) if (card is not None and ubsp is not None) else card
         self.runtime = runtime or TaskRuntime(task_events=(org, unit) if options.task_events else None)
         self.pool = pool
-        self.pool_mode: Optional[str] = None  # "shared" ($share) or "slot" (see protocol/pools.py)
-        self.pool_mode_why = ""  # why slot claiming: what the broker said or did
-        # slot mode: who is live in the pool, and the pooled requests waiting for their winner's claim
-        self._members: pools.Membership[MqttMessage] = pools.Membership(
-            agent, pool or "", members_allowed, takeover_s=options.pool_takeover_s)
-        self._members_lock = threading.Lock()
-        self._takeover_wake = threading.Event()  # a request started waiting for a claim, or the responder stops
-        self._stopping = False
+        self.pool_member = PoolMember(org, unit, agent, pool or "", intake=self._intake_pooled,
+                                      frozen=lambda: self.frozen, members_allowed=members_allowed,
+                                      takeover_s=options.pool_takeover_s, dispatch=options.pool_dispatch)
         self.auth = auth
         self.options = options
         self.ids = options.ids or IdSource()
@@ -158,6 +149,7 @@ class Responder:
         self._threads: list[threading.Thread] = []
         self._broker = broker
         self._session: Optional[Session] = None
+        self._methods = self._method_table()
         if start:
             self.start()
 
@@ -167,7 +159,7 @@ class Responder:
         if self.card is not None:
             will = self._card_message(properties.OFFLINE, properties.SOURCE_LWT)
         elif self.pool:  # a pool member has no card: its will marks its presence offline
-            will = self._presence_message(properties.OFFLINE, properties.SOURCE_LWT)
+            will = self.pool_member.presence_message(properties.OFFLINE, properties.SOURCE_LWT)
         self._session = Session(self.org, self.unit, self.agent, broker=self._broker, will=will,
                                keepalive=self.options.keepalive)
         self.session.on_reconnect = self._on_reconnect
@@ -185,38 +177,8 @@ class Responder:
         if self.card is not None:  # before joining a pool: the other members read an online card as "live"
             self.publish_card()
         if self.pool:
-            self._join_pool()
+            self.pool_member.join(self.session)
         return self
-
-    def _join_pool(self) -> None:
-        """Consume the pool via ``$share`` when the broker delivers it on ``$`` topics (and ``pool_dispatch``
-        allows it), else via the plain pool topic with slot claiming (Profile: Optional Shared
-        Subscription Dispatch)."""
-        probe = f"$a2a-nb-probe/{self.org}/{self.unit}/{self.agent}"  # a $ topic outside $a2a/: no recorder sees it
-        if self.options.pool_dispatch == "auto" and self.session.delivers_shared_dollar_topics(probe):
-            self.pool_mode = "shared"  # the broker dispatches: presence is only for people watching
-            self.session.subscribe(topics.shared_pool_subscription(self.org, self.unit, self.pool or ""),
-                                   handler=self._on_pool_request)
-            self._announce(properties.ONLINE)
-            return
-        # Order matters: learn who is live, tell the others (PUBACK: they have it queued), and only then
-        # take pool requests, so every member sees this one's presence before a request it could claim.
-        # Across a bridge the PUBACK is only this broker's: a member on the other broker may read a request
-        # published there before this presence crosses, and both take it (a window of one bridge hop).
-        self.pool_mode = "slot"
-        self.pool_mode_why = ("the broker's CONNACK says it has no shared subscriptions"
-                              if not self.session.capabilities.shared_subscriptions
-                              else "the broker does not deliver $share/ subscriptions on $ topics")
-        log.info("%s: pool %s by slot claiming: %s", self.agent, self.pool, self.pool_mode_why)
-        self._follow_members()
-        self._announce(properties.ONLINE)
-        t = threading.Thread(target=self._watch_claims, name=f"{self.agent}-takeovers", daemon=True)
-        t.start()
-        pool_topic = topics.pool_topic(self.org, self.unit, self.pool or "")
-        self.session.subscribe(Subscription(pool_topic, retain_handling=LIVE_ONLY), handler=self._on_pool_request)
-
-    def _presence_message(self, status: str, source: str) -> MqttMessage:
-        return pools.presence_message(self.org, self.unit, self.pool or "", self.agent, status, source)
 
     def _closed_without_stop(self) -> None:
         """The session closes without ``stop()`` (``stop_all()``, a re-run cell, the end of the process).
@@ -229,114 +191,37 @@ class Responder:
             if self.card is not None:
                 self.session.publish_nowait(self._card_message(properties.OFFLINE, properties.SOURCE_AGENT))
             if self.pool:
-                self.session.publish_nowait(self._presence_message(properties.OFFLINE, properties.SOURCE_AGENT))
+                self.session.publish_nowait(self.pool_member.presence_message(properties.OFFLINE,
+                                                                              properties.SOURCE_AGENT))
         self._shutdown_workers()
         self.runtime.unregister(self)
 
-    def _announce(self, status: str, timeout: float = 5.0) -> None:
-        """Publish this member's retained presence (``online`` on joining, ``offline`` on a graceful stop)."""
-        self.session.publish(self._presence_message(status, properties.SOURCE_AGENT), timeout=timeout)
+    @property
+    def pool_mode(self) -> Optional[str]:
+        """``"shared"`` (the broker dispatches the pool) or ``"slot"`` (slot claiming); None: no pool."""
+        return self.pool_member.mode
 
-    def _follow_members(self) -> None:
-        """Slot mode: read the members' presence, and the cards (a member with a card has only its
-        card's will); the retained ones arrive right after each SUBACK. And the members' claims."""
-        self.session.subscribe(pools.presence_filter(self.org, self.unit), handler=self._on_presence)
-        self.session.subscribe(topics.discovery_filter(self.org, self.unit), handler=self._on_member_card)
-        self.session.subscribe(pools.claims_filter(self.org, self.unit, self.pool or ""), handler=self._on_claim)
-
-    def _on_member_card(self, msg: MqttMessage) -> None:
-        seen = pools.card_status(msg)
-        if seen is not None:
-            with self._members_lock:
-                self._members.saw_card(*seen)
-
-    def _on_presence(self, msg: MqttMessage) -> None:
-        """Network thread: keep the set of live members of this pool (this member always counts itself)."""
-        seen = pools.read_presence(msg)
-        if seen is not None:
-            with self._members_lock:
-                self._members.saw_presence(seen)
-
-    def _on_claim(self, msg: MqttMessage) -> None:
-        """Network thread: another member took a pooled request; nobody else waits for it."""
-        seen = pools.read_claim(msg)
-        if seen is not None and seen.agent != self.agent:
-            with self._members_lock:
-                self._members.saw_claim(seen, time.monotonic())
+    @property
+    def pool_mode_why(self) -> str:
+        """Why slot claiming: what the broker said or did ("" otherwise)."""
+        return self.pool_member.mode_why
 
     @property
     def live_members(self) -> frozenset[str]:
         """Slot mode: the members of the pool this one sees live (itself included)."""
-        return self._members.live
+        return self.pool_member.live
 
     @property
     def pool_membership(self) -> "pools.Membership[MqttMessage]":
         """Slot mode: who is live, which requests wait for a claim, how many were taken over."""
-        return self._members
-
-    def _arrived(self, msg: MqttMessage) -> bool:
-        """Slot mode: does this member take the request now (it wins the rendezvous hash among the
-        live members)? Else the request waits for its winner's claim. Decided on the network thread
-        as the request arrives, so every member decides with the presence messages that came before
-        it, in the broker's order."""
-        key = pools.pool_key(msg.payload, msg.correlation_data)
-        with self._members_lock:
-            take = self._members.arrived(key, msg.correlation_data, msg, len(msg.payload), time.monotonic())
-            first = self._members.waiting == 1
-        if not take and first:  # a later one has a later deadline: the watcher wakes for the earliest anyway
-            self._takeover_wake.set()
-        return take
-
-    def _watch_claims(self) -> None:
-        """Slot mode, its own thread: take over the pooled requests whose winner did not claim them
-        within ``pool_takeover_s`` and that this member wins among the members left. It judges by
-        what its network thread has read: a claim waiting unread in the socket is not silence."""
-        while not self._stopping:
-            with self._members_lock:
-                deadline = self._members.next_deadline()
-            wait = 1.0 if deadline is None else min(1.0, max(TAKEOVER_RECHECK_S, deadline - time.monotonic()))
-            self._takeover_wake.wait(wait)
-            self._takeover_wake.clear()
-            read_until = min(time.monotonic(), self.session.read_until)
-            with self._members_lock:
-                mine = self._members.due(read_until)
-            for msg, silent in mine:
-                if self._stopping:
-                    return
-                log.info("%s: took over a request of pool %s that %s did not claim", self.agent, self.pool, silent)
-                try:
-                    self._take_pooled(msg, silent)
-                except Exception:  # e.g. the session closed meanwhile: the watcher goes on
-                    log.exception("%s: could not take over a pooled request", self.agent)
-
-    def _take_pooled(self, msg: MqttMessage, silent: Optional[str] = None) -> None:
-        """Slot mode: claim the request (the other members stop waiting for it), then run it.
-        ``silent``: the winner this member takes it over from."""
-        if self.frozen:
-            return
-        if msg.correlation_data:
-            try:
-                self.session.publish_then(pools.claim_message(self.org, self.unit, self.pool or "", self.agent,
-                                                              msg.correlation_data, silent), self._claim_acked)
-            except Exception as exc:  # no claim: the others take it over too (a duplicate, never a loss)
-                log.warning("%s: could not claim a pooled request: %s", self.agent, exc)
-        self._intake(msg, pooled=True)
-
-    def _claim_acked(self, result) -> None:
-        if not result.accepted:
-            log.warning("%s: the broker refused its claim in pool %s (%s): the other members will run its "
-                        "requests too; is it a member of the pool on this broker?", self.agent, self.pool, result.reason)
+        return self.pool_member.membership
 
     def _on_reconnect(self) -> None:
         """After every reconnect (its own thread): a broker restarted without persistence has forgotten
         the retained card and presence messages, so they are published again; a pool member also learns
         the live members afresh (Profile: Presence and Liveness)."""
-        if self.pool_mode == "slot":
-            with self._members_lock:
-                self._members.forget()
-            self._follow_members()
         if self.pool:
-            self._announce(properties.ONLINE)
+            self.pool_member.rejoin()
         if self.card is not None:
             self.publish_card()
 
@@ -369,7 +254,7 @@ class Responder:
                 log.warning("%s: could not publish offline card: %s", self.agent, exc)
         if self.pool:
             try:
-                self._announce(properties.OFFLINE, timeout=2)
+                self.pool_member.announce(properties.OFFLINE, timeout=2)
             except Exception as exc:
                 log.warning("%s: could not publish offline presence: %s", self.agent, exc)
         if self.ubsp is not None and self.card is None and not self.pool:
@@ -396,8 +281,7 @@ class Responder:
         threading.Thread(target=die, name=f"{self.agent}-dying", daemon=True).start()
 
     def _shutdown_workers(self) -> None:
-        self._stopping = True
-        self._takeover_wake.set()
+        self.pool_member.stop()
         for _ in self._threads:
             self._queue.put(None)
         self._threads = []
@@ -423,12 +307,8 @@ class Responder:
         return f"<Responder {self.org}/{self.unit}/{self.agent} {'up' if self.alive else 'stopped'}>"
 
     # -- intake (network thread: queue only) ----------------------------------------------------------
-    def _on_pool_request(self, msg: MqttMessage) -> None:
-        if self.pool_mode != "slot":
-            self._intake(msg, pooled=True)  # the broker chose this member
-        elif self._arrived(msg):
-            self._take_pooled(msg)
-        # else another live member wins it; this one takes it over only if that one does not claim it
+    def _intake_pooled(self, msg: MqttMessage) -> None:
+        self._intake(msg, pooled=True)  # the pool member took it (see pool_member.py)
 
     def _on_request(self, msg: MqttMessage) -> None:
         self._intake(msg, pooled=False)
@@ -548,31 +428,50 @@ class Responder:
         return seal
 
     def _dispatch(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
-        """One checked request: the runtime decides, its outbox sends (in order)."""
-        m, p = v.method, v.params
-        outbox = self.runtime.outbox
-        if m in (jsonrpc.SEND_MESSAGE, jsonrpc.SEND_STREAMING_MESSAGE):
-            self._send_message(msg, v, pooled, caller, stream=m == jsonrpc.SEND_STREAMING_MESSAGE)
-        elif m == jsonrpc.GET_TASK:
-            rec = self.runtime.task_for(p["id"], caller)
-            task = inbound.check_get(rec.task if rec else None, p["id"])
-            self._reply_result(msg, v, rec, trim_history(task, p.get("historyLength")), pooled)
-        elif m == jsonrpc.CANCEL_TASK:
-            with outbox.in_order():
-                canceled = self.runtime.cancel(p["id"], caller)
-                outbox.send(canceled.outgoing)
-            self._reply_result(msg, v, canceled.record, canceled.record.task, pooled)
-        elif m == jsonrpc.LIST_TASKS:
-            self._list(msg, v, pooled, caller)
-        elif m == jsonrpc.SUBSCRIBE_TO_TASK:
-            with outbox.in_order():
-                outbox.send(self.runtime.subscribe(p["id"], caller, self._listener(msg, v, STREAM, pooled)))
-        elif m == jsonrpc.GET_EXTENDED_AGENT_CARD:
-            raise errors.extended_agent_card_not_configured()
-        else:  # push notification config methods
-            raise errors.push_notification_not_supported()
+        """One checked request (its method is one of ``jsonrpc.KNOWN_METHODS``): the runtime decides,
+        its outbox sends (in order)."""
+        self._methods[v.method](msg, v, pooled, caller)
 
-    def _send_message(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str, stream: bool) -> None:
+    def _method_table(self) -> dict[str, MethodHandler]:
+        """Which handler answers each JSON-RPC method (Profile: Request/Reply Mapping)."""
+        unsupported = _raises(errors.push_notification_not_supported)
+        return {
+            jsonrpc.SEND_MESSAGE: self._send_message,
+            jsonrpc.SEND_STREAMING_MESSAGE: self._send_streaming_message,
+            jsonrpc.GET_TASK: self._get_task,
+            jsonrpc.CANCEL_TASK: self._cancel_task,
+            jsonrpc.LIST_TASKS: self._list,
+            jsonrpc.SUBSCRIBE_TO_TASK: self._subscribe,
+            jsonrpc.GET_EXTENDED_AGENT_CARD: _raises(errors.extended_agent_card_not_configured),
+            jsonrpc.CREATE_TASK_PUSH_NOTIFICATION_CONFIG: unsupported,
+            jsonrpc.GET_TASK_PUSH_NOTIFICATION_CONFIG: unsupported,
+            jsonrpc.LIST_TASK_PUSH_NOTIFICATION_CONFIGS: unsupported,
+            jsonrpc.DELETE_TASK_PUSH_NOTIFICATION_CONFIG: unsupported,
+        }
+
+    def _get_task(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        p = v.params
+        rec = self.runtime.task_for(p["id"], caller)
+        task = inbound.check_get(rec.task if rec else None, p["id"])
+        self._reply_result(msg, v, rec, trim_history(task, p.get("historyLength")), pooled)
+
+    def _cancel_task(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        outbox = self.runtime.outbox
+        with outbox.in_order():
+            canceled = self.runtime.cancel(v.params["id"], caller)
+            outbox.send(canceled.outgoing)
+        self._reply_result(msg, v, canceled.record, canceled.record.task, pooled)
+
+    def _subscribe(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        outbox = self.runtime.outbox
+        with outbox.in_order():
+            outbox.send(self.runtime.subscribe(v.params["id"], caller, self._listener(msg, v, STREAM, pooled)))
+
+    def _send_streaming_message(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        self._send_message(msg, v, pooled, caller, stream=True)
+
+    def _send_message(self, msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str,
+                      stream: bool = False) -> None:
         message = v.params["message"]
         config = v.params.get("configuration") or {}
         task_id = message["taskId"]
@@ -634,6 +533,13 @@ class Responder:
         self.runtime.outbox.send([self.runtime.reply(None, self.agent, pooled, *_reply_path(msg),
                                                      jsonrpc.error_response(request_id, err),
                                                      seal or self._seal_for(msg))])
+
+
+def _raises(error: Callable[[], A2AError]) -> MethodHandler:
+    """A method this responder answers only with ``error()``."""
+    def refuse(msg: MqttMessage, v: inbound.Accepted, pooled: bool, caller: str) -> None:
+        raise error()
+    return refuse
 
 
 def _json_or_none(payload: bytes):

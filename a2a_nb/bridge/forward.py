@@ -16,15 +16,18 @@ The bridge is an HTTP *server* in front of an MQTT *requester*, so two bindings'
 * **Errors** are JSON-RPC errors: the agent's pass through unchanged; the bridge's own failures
   (no reply, a lost broker, a reply that breaks the profile) are mapped by :func:`as_error`.
 
-The requester's public calls carry what the kit's agents read: a message, ``returnImmediately`` and
-``historyLength`` for SendMessage, the filters and paging of ListTasks. Other optional fields
-(``acceptedOutputModes``, request ``metadata``, ListTasks ``includeArtifacts``) are not passed on.
+* **Params** go on as the HTTP client sent them (``Requester.call`` / ``call_stream``), after the
+  check the agent would make (-32602 at once): nothing is unpacked or rebuilt, so every field
+  (``configuration``, ``metadata``, ``historyLength``, ``includeArtifacts``, ...) reaches the agent.
+  Only a new message gains its ``taskId`` and ``contextId``. Their size is bounded by the HTTP body
+  limit (``app``).
+
 Everything here blocks (the Requester's calls do); the HTTP app runs it on worker threads.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from ..agents.auth import UNAUTHENTICATED, auth_error
 from ..agents.requester import ProtocolError, Requester, RequestTimeout, Stream, StreamEvent
@@ -36,7 +39,9 @@ from ..protocol.inbound import check_params
 
 log = logging.getLogger(__name__)
 
+UNARY_METHODS = frozenset({jsonrpc.SEND_MESSAGE, jsonrpc.GET_TASK, jsonrpc.CANCEL_TASK, jsonrpc.LIST_TASKS})
 STREAMING_METHODS = (jsonrpc.SEND_STREAMING_MESSAGE, jsonrpc.SUBSCRIBE_TO_TASK)
+"""The methods the bridge carries over MQTT; the others are answered here (see ``_not_forwarded``)."""
 
 
 def with_task_ids(message: Any, ids: IdSource) -> Any:
@@ -101,32 +106,23 @@ class Forwarder:
 
     def __init__(self, requester: Requester, agent: str):
         self.requester, self.agent = requester, agent
-        self._unary: dict[str, Callable[[Requester, dict[str, Any]], Any]] = {
-            jsonrpc.SEND_MESSAGE: self._send, jsonrpc.GET_TASK: self._get,
-            jsonrpc.CANCEL_TASK: self._cancel, jsonrpc.LIST_TASKS: self._list,
-        }
-        self._streaming: dict[str, Callable[[Requester, dict[str, Any]], Stream]] = {
-            jsonrpc.SEND_STREAMING_MESSAGE: self._stream, jsonrpc.SUBSCRIBE_TO_TASK: self._subscribe,
-        }
 
     # -- the two entry points ----------------------------------------------------------------------
     def call(self, method: str, params: dict[str, Any], token: Optional[str] = None) -> Any:
         """The ``result`` of a unary method; raises ``A2AError`` (and the Requester's exceptions)."""
-        forward = self._unary.get(method)
-        if forward is None:
+        if method not in UNARY_METHODS:
             raise _not_forwarded(method)
         req = self._as_caller(token)
-        return forward(req, self._prepared(req, method, params))
+        return req.call(method, self._prepared(req, method, params), to=self.agent).result
 
     def open_stream(self, method: str, params: dict[str, Any],
                     token: Optional[str] = None) -> tuple[Stream, dict[str, Any]]:
         """Start a streaming method: the Stream and its first item (an error in it raises here, so
         the HTTP client gets it as a plain JSON-RPC error before any event)."""
-        forward = self._streaming.get(method)
-        if forward is None:
+        if method not in STREAMING_METHODS:
             raise _not_forwarded(method)
         req = self._as_caller(token)
-        stream = forward(req, self._prepared(req, method, params))
+        stream = req.call_stream(method, self._prepared(req, method, params), to=self.agent)
         try:
             return stream, stream_result(next(stream))
         except BaseException:
@@ -158,28 +154,6 @@ class Forwarder:
             # another caller's), as an HTTP server would for a taskId it never created
             req.get_task(given, history_length=0, to=self.agent)
         return params
-
-    # -- one function per method -------------------------------------------------------------------
-    def _send(self, req: Requester, params: dict[str, Any]) -> Any:
-        config = params.get("configuration") or {}
-        return req.send(self.agent, message=params["message"], return_immediately=bool(config.get("returnImmediately")),
-                        history_length=config.get("historyLength")).result
-
-    def _stream(self, req: Requester, params: dict[str, Any]) -> Stream:
-        return req.stream(self.agent, message=params["message"])
-
-    def _subscribe(self, req: Requester, params: dict[str, Any]) -> Stream:
-        return req.subscribe(params["id"], to=self.agent)
-
-    def _get(self, req: Requester, params: dict[str, Any]) -> Any:
-        return req.get_task(params["id"], history_length=params.get("historyLength"), to=self.agent)
-
-    def _cancel(self, req: Requester, params: dict[str, Any]) -> Any:
-        return req.cancel_task(params["id"], to=self.agent)
-
-    def _list(self, req: Requester, params: dict[str, Any]) -> Any:
-        return req.list_tasks(self.agent, context_id=params.get("contextId"), status=params.get("status"),
-                              page_size=params.get("pageSize"), page_token=params.get("pageToken"))
 
 
 def _not_forwarded(method: str) -> A2AError:

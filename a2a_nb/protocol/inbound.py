@@ -281,6 +281,8 @@ def check_params(method: str, params: Any) -> None:
         _opt_int(params, "historyLength")
         if "pageToken" in params and not isinstance(params["pageToken"], str):
             raise _bad("pageToken must be a string")
+        if "includeArtifacts" in params and not isinstance(params["includeArtifacts"], bool):
+            raise _bad("includeArtifacts must be a boolean")
 
 
 # -- checks against the stored task ------------------------------------------------------------------------

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import resource
-import secrets
 import select
 import signal
 import socket
@@ -39,6 +38,7 @@ from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 from tests.bridge.conftest import ORG
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 EVIL = "https://evil.example"
 
@@ -67,7 +67,7 @@ def send_params(text: str = TICKET_TEXT) -> dict:
 def requests_seen(broker_url: str, unit: str) -> list[MqttMessage]:
     """Every request published in the unit from now on."""
     seen: list[MqttMessage] = []
-    s = Session(ORG, unit, f"watch-{secrets.token_hex(3)}", broker=broker_url)
+    s = Session(ORG, unit, uid("watch"), broker=broker_url)
     s.subscribe(f"$a2a/v1/request/{ORG}/{unit}/#", handler=seen.append)
     return seen
 
@@ -289,7 +289,7 @@ def test_a_request_that_does_not_arrive_in_time_is_cut(broker_url, unit, desk):
 def test_a_full_bridge_makes_room_and_refuses_only_when_every_connection_is_busy(broker_url, unit):
     """``max_connections=4``: idle connections give way to a new one; four requests in progress
     (to an agent that never answers) leave none to give, and the fifth connection gets 503."""
-    s = Session(ORG, unit, f"ghost-card-{secrets.token_hex(3)}", broker=broker_url)
+    s = Session(ORG, unit, uid("ghost-card"), broker=broker_url)
     card = cards.agent_card(name="Ghost", description="never answers", version="1", org=ORG, unit=unit,
                             agent="ghost", skills=[cards.skill("x", "X", "nothing", ["test"])])
     s.publish(MqttMessage(topics.discovery_topic(ORG, unit, "ghost"), encode_json(card), qos=1, retain=True))
@@ -352,7 +352,7 @@ def test_refusals_are_logged_once_per_interval(caplog):
 def test_a_stream_says_its_broker_is_gone_and_ends_within_the_bridges_patience(private_broker):
     """kill -9 of the broker mid-stream. Before: 30 s (here 3 s) of silence, then "ticket-desk did
     not answer"; now the SSE comments say what happens and the end names the task to re-subscribe to."""
-    unit = f"brg-{secrets.token_hex(3)}"
+    unit = uid("brg")
     retry = RetryProfile(reply_first_timeout_s=1.0, stream_idle_timeout_s=3.0, max_attempts=2, backoff_s=(0.1,))
     with TicketDesk(org=ORG, unit=unit, broker=private_broker.url, pace=0.3), \
             Bridge("ticket-desk", org=ORG, unit=unit, broker=private_broker.url, retry=retry) as bridge:
@@ -387,7 +387,7 @@ def test_after_a_broker_restart_a_stream_recovers_when_the_agent_announces_itsel
     """kill -9, then the broker back on its port: the agents reconnect and publish their cards again,
     and the stream asks for its task at once (GetTask) instead of after its 10 s of silence. Before:
     the silence, then the recovery. The comments say what happened, the attempt number included."""
-    unit = f"brg-{secrets.token_hex(3)}"
+    unit = uid("brg")
     retry = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=10.0, max_attempts=2, backoff_s=(0.1,))
     with TicketDesk(org=ORG, unit=unit, broker=private_broker.url, pace=0.3), \
             Bridge("ticket-desk", org=ORG, unit=unit, broker=private_broker.url, retry=retry) as bridge:
@@ -428,8 +428,8 @@ def test_a_card_nested_too_deep_is_ignored_not_a_crash(broker_url, unit, caplog)
     from a2a_nb.bridge.card import CardWatch
     from a2a_nb.story.cast import desk_card
 
-    session = Session(ORG, unit, f"bridge-card-{secrets.token_hex(3)}", broker=broker_url)
-    evil = Session(ORG, unit, f"evil-{secrets.token_hex(3)}", broker=broker_url)
+    session = Session(ORG, unit, uid("bridge-card"), broker=broker_url)
+    evil = Session(ORG, unit, uid("evil"), broker=broker_url)
     try:
         watch = CardWatch(session, ORG, unit, "ghost")
         topic = topics.discovery_topic(ORG, unit, "ghost")

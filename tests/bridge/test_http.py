@@ -27,6 +27,7 @@ from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
 from tests.bridge.conftest import ORG, SHORT
 from tests.sdk_check import assert_valid
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 SECRET = "tok-" + secrets.token_hex(8)
 
@@ -56,7 +57,7 @@ def sse_items(response: httpx.Response) -> list[tuple[str, dict]]:
 def observe(broker_url: str, unit: str) -> list[MqttMessage]:
     """Every MQTT message of the unit from now on, unredacted (the recorder would redact tokens)."""
     seen: list[MqttMessage] = []
-    s = Session(ORG, unit, f"observer-{secrets.token_hex(3)}", broker=broker_url)
+    s = Session(ORG, unit, uid("observer"), broker=broker_url)
     s.subscribe(f"$a2a/v1/+/{ORG}/{unit}/#", handler=seen.append)
     return seen
 
@@ -76,7 +77,7 @@ def test_card_is_the_retained_card_with_the_bridge_endpoint_first(broker_url, un
     assert card == bridge.card
 
     # an empty retained message unregisters the agent: the bridge has no card to serve any more
-    s = Session(ORG, unit, f"unregister-{secrets.token_hex(3)}", broker=broker_url)
+    s = Session(ORG, unit, uid("unregister"), broker=broker_url)
     s.publish(MqttMessage(topics.discovery_topic(ORG, unit, "ticket-desk"), b"", qos=1, retain=True))
     assert wait_until(lambda: httpx.get(bridge.card_url, timeout=5).status_code == 404)
 
@@ -113,7 +114,7 @@ def test_each_bad_request_gets_its_jsonrpc_error(bridge, name, method, params, r
 
 def test_a_silent_agent_is_responder_unavailable_and_a_full_bridge_says_503(broker_url, unit):
     # a card without an agent behind it: nobody answers on its request topic
-    s = Session(ORG, unit, f"ghost-card-{secrets.token_hex(3)}", broker=broker_url)
+    s = Session(ORG, unit, uid("ghost-card"), broker=broker_url)
     card = cards.agent_card(name="Ghost", description="never answers", version="1", org=ORG, unit=unit,
                             agent="ghost", skills=[cards.skill("x", "X", "nothing", ["test"])])
     s.publish(MqttMessage(topics.discovery_topic(ORG, unit, "ghost"), encode_json(card), qos=1, retain=True))

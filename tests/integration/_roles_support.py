@@ -24,6 +24,7 @@ from a2a_nb.protocol import cards, jsonrpc
 from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.protocol.retry import RetryProfile
 from tests.sdk_check import assert_valid
+from tests.helpers import uid
 
 FAST = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=1.0, max_attempts=3, backoff_s=(0.05, 0.1, 0.2))
 ORG, UNIT = "acme", "support"
@@ -32,10 +33,6 @@ SECRET = "s3cr3t-token-never-echoed"
 HAND_BUILT: "Counter[tuple]" = Counter()
 """(topic, payload, correlation) of every message a test built by hand (not the kit's output), with
 how many times it was published (a replayed kit message is skipped once, the original still checked)."""
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def is_uuid4(value: Any) -> bool:

@@ -38,8 +38,9 @@ from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.protocol.routing import Address
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
-from tests.integration._roles_support import HAND_BUILT, ORG, Traffic, hand_key, uid, wait_until
+from tests.integration._roles_support import HAND_BUILT, ORG, Traffic, hand_key, wait_until
 from tests.integration.test_pools import CountingWork
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 PATIENT = RetryProfile(reply_first_timeout_s=5.0, stream_idle_timeout_s=5.0, max_attempts=3, backoff_s=(0.1, 0.2))

@@ -26,9 +26,10 @@ from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import echo_card, echo_handler
 from tests.broker_proxy import LimitedBroker, Limits
-from tests.integration._roles_support import ORG, uid
+from tests.integration._roles_support import ORG
 from tests.integration.test_pools import CountingWork
 from tests.integration.test_roles_streaming import chunker
+from tests.helpers import uid
 
 FAST = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=3.0, max_attempts=2, backoff_s=(0.1,))
 COMPLETED = "TASK_STATE_COMPLETED"

@@ -4,7 +4,6 @@ connected and publishes it offline/broker when its connection ends. Real Mosquit
 from __future__ import annotations
 
 import threading
-import uuid
 
 import pytest
 
@@ -16,6 +15,7 @@ from a2a_nb.protocol import properties, topics
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import echo_card, echo_handler
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 ORG = "acme"
 pytestmark = pytest.mark.skipif(plugin_path() is None, reason=f"the a2a_status plugin cannot be built here: "
@@ -30,7 +30,7 @@ class Cards:
         self.seen: list[tuple] = []
         self.messages: list[MqttMessage] = []
         self._lock = threading.Lock()
-        self.session = Session(ORG, unit, f"watcher-{uuid.uuid4().hex[:6]}", broker=url)
+        self.session = Session(ORG, unit, uid("watcher"), broker=url)
         self.session.subscribe(topics.discovery_filter(ORG, unit), handler=self._on)
 
     def _on(self, m: MqttMessage) -> None:
@@ -45,7 +45,7 @@ class Cards:
 
     def retained(self, agent: str) -> tuple:
         got: list[MqttMessage] = []
-        late = Session(ORG, self.unit, f"late-{uuid.uuid4().hex[:6]}", broker=self.url)
+        late = Session(ORG, self.unit, uid("late"), broker=self.url)
         late.subscribe(topics.discovery_topic(ORG, self.unit, agent), handler=got.append)
         wait_until(lambda: got, 2)
         late.close()
@@ -57,11 +57,6 @@ def broker_url():
     """A broker of this module's own, with the plugin (the kit's default broker runs without it)."""
     with EmbeddedBroker(broker_status=True) as b:
         yield b.url
-
-
-@pytest.fixture
-def unit() -> str:
-    return f"status-{uuid.uuid4().hex[:6]}"
 
 
 def test_the_broker_marks_a_connected_agents_card_online_and_a_killed_one_offline(broker_url, unit):

@@ -12,7 +12,6 @@ agent beyond the 1,024th was marked online/broker but never offline.
 """
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
@@ -23,6 +22,7 @@ from a2a_nb.protocol import properties, topics
 from a2a_nb.protocol.packet import MqttMessage
 from tests.integration.test_broker_status import ORG, Cards
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 pytestmark = pytest.mark.skipif(plugin_path() is None, reason=f"the a2a_status plugin cannot be built here: "
                                 f"{unavailable_reason()}")
@@ -37,7 +37,7 @@ def card(unit: str, agent: str, extra: tuple = ()) -> MqttMessage:
 
 def test_a_card_with_more_than_4_kib_of_properties_is_not_kept_nor_published_again():
     with EmbeddedBroker(broker_status=True) as b:
-        unit = f"u-{uuid.uuid4().hex[:6]}"
+        unit = uid("u")
         cards = Cards(b.url, unit)
         fat = Session(ORG, unit, "fat", broker=b.url)
         fat.publish(card(unit, "fat", (("padding", "x" * 60_000),) * 16))  # ~1 MB: the attack was 40 x 4 MB
@@ -53,7 +53,7 @@ def test_a_card_with_more_than_4_kib_of_properties_is_not_kept_nor_published_aga
 
 def test_when_every_slot_is_taken_cards_pass_as_sent_and_a_freed_slot_is_used_again():
     with EmbeddedBroker(broker_status=True, extra_config="plugin_opt_max_agents 2") as b:
-        unit = f"u-{uuid.uuid4().hex[:6]}"
+        unit = uid("u")
         cards = Cards(b.url, unit)
         a, bee, extra = (Session(ORG, unit, name, broker=b.url) for name in ("a", "b", "extra"))
         for s, name in ((a, "a"), (bee, "b"), (extra, "extra")):

@@ -7,7 +7,6 @@ import os
 import stat
 import subprocess
 import sys
-import uuid
 
 import pytest
 
@@ -16,6 +15,7 @@ from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import properties, topics
 from a2a_nb.protocol.packet import MqttMessage
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_the_broker_command_runs_without_it_and_leaves_cards_as_published(unbuil
         assert banner[0].endswith("WARNING broker-managed status is off: the a2a_status plugin did not build: "
                                   f"[Errno 2] No such file or directory: '{unbuilt / 'no-such-cc'}'"), banner
         assert banner[1].startswith("# Mosquitto running"), banner
-        unit = f"unbuilt-{uuid.uuid4().hex[:6]}"
+        unit = uid("unbuilt")
         topic = topics.discovery_topic("acme", unit, "echo")
         agent = Session("acme", unit, "echo", broker=url)
         agent.publish(MqttMessage(topic, b'{"name": "Echo"}', retain=True,

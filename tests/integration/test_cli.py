@@ -14,6 +14,7 @@ import pytest
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import topics
 from tests.bench_command import run_bench
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 
@@ -182,7 +183,7 @@ def requests_seen(broker_url):
     sessions = []
 
     def watch(unit: str) -> list[tuple[str, str]]:
-        s = Session("acme", unit, f"watch-{uuid.uuid4().hex[:6]}", broker=broker_url)
+        s = Session("acme", unit, uid("watch"), broker=broker_url)
         s.subscribe(f"$a2a/v1/request/acme/{unit}/#",
                     handler=lambda m: seen.append((m.topic, json.loads(m.payload).get("method", "?"))))
         sessions.append(s)
@@ -303,7 +304,7 @@ def test_send_ubsp_runs_the_ticket_story_sealed_end_to_end(served, env, tmp_path
     sealed stream, and the answer to the analyst (after the handover) goes sealed too. The keys come
     from the key home both processes share (A2A_UBSP_DIR), served over HTTPS on this machine."""
     seen: list = []
-    watcher = Session("acme", "cli-ubsp", f"watch-{uuid.uuid4().hex[:6]}", broker=broker_url)
+    watcher = Session("acme", "cli-ubsp", uid("watch"), broker=broker_url)
     watcher.subscribe("$a2a/v1/request/acme/cli-ubsp/#", handler=seen.append)
     desk = served("ticket-desk", "--pace", "0.01", unit="cli-ubsp")
     first = run(["send", "ticket-desk", "Analyze ticket TCK-4821", "--unit", "cli-ubsp", "--ubsp", "--stream"], env)

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -27,6 +26,7 @@ from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import HANDOVER_PLANS, TicketDesk, echo_card, echo_handler
 from a2a_nb.story.scenarios import SCENARIOS
 from tests.bench_command import run_bench
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 
@@ -62,10 +62,6 @@ def assert_clean_failure(out, status: int, *phrases: str) -> None:
         assert phrase in out.stderr, out.stderr
 
 
-def unit_name() -> str:
-    return f"errs{uuid.uuid4().hex[:6]}"
-
-
 @pytest.fixture
 def env(broker_url, tmp_path):
     """A2A_BROKER_URL exported; `send` keeps its routes in a state folder of the test's own."""
@@ -91,7 +87,7 @@ def silent_port():
 @pytest.fixture
 def cards(broker_url):
     """Publish retained Agent Cards (as an agent would) and clear them afterwards."""
-    session = Session("acme", "errs", f"cards-{uuid.uuid4().hex[:6]}", broker=broker_url)
+    session = Session("acme", "errs", uid("cards"), broker=broker_url)
     published = []
 
     def publish(unit: str, agent: str, status: str = "online") -> None:
@@ -230,7 +226,7 @@ def test_debug_flag_shows_the_traceback(closed_port_env):
 
 # -- send: who is there? -------------------------------------------------------------------------------
 def test_send_to_an_unknown_agent_lists_the_known_ones_at_once(env, broker_url, cards):
-    unit = unit_name()
+    unit = uid("errs")
     cards(unit, "ticket-desk")
     cards(unit, "echo")  # replaced by the responder's own card; cleared at the end by the fixture
     echo = Responder("echo", echo_handler, org="acme", unit=unit, card=echo_card("acme", unit),
@@ -249,7 +245,7 @@ def test_send_to_an_unknown_agent_lists_the_known_ones_at_once(env, broker_url, 
 
 
 def test_card_check_of_a_known_agent_costs_milliseconds(broker_url, cards):
-    unit = unit_name()
+    unit = uid("errs")
     cards(unit, "echo")
     session = Session("acme", unit, "cli-check", broker=broker_url)
     try:
@@ -261,7 +257,7 @@ def test_card_check_of_a_known_agent_costs_milliseconds(broker_url, cards):
 
 
 def test_agent_with_an_offline_card_is_still_asked_then_times_out_with_a_hint(env, cards):
-    unit = unit_name()
+    unit = uid("errs")
     cards(unit, "ghost", status="offline")
     out = run(["send", "ghost", "hi", "--unit", unit, "--timeout", "0.3"], env)
     assert_clean_failure(out, 1, "note: the card of ghost says a2a-status=offline; sending anyway",
@@ -271,7 +267,7 @@ def test_agent_with_an_offline_card_is_still_asked_then_times_out_with_a_hint(en
 
 
 def test_pool_targets_skip_the_card_check(env):
-    out = run(["send", "pool:nobody", "hi", "--unit", unit_name(), "--timeout", "0.3"], env)
+    out = run(["send", "pool:nobody", "hi", "--unit", uid("errs"), "--timeout", "0.3"], env)
     assert_clean_failure(out, 1, "error: timeout:")
     assert "no card" not in out.stderr
 
@@ -365,7 +361,7 @@ def test_story_checks_record_and_charts_paths_first(tmp_path, env):
 
 # -- Ctrl-C ----------------------------------------------------------------------------------------------
 def test_ctrl_c_during_send_stream_exits_quietly(env, broker_url):
-    unit = unit_name()
+    unit = uid("errs")
     desk = TicketDesk(org="acme", unit=unit, broker=broker_url, handover="first-reply", pace=0.5)
     try:
         send = start(["send", "ticket-desk", "Analyze ticket TCK-4821\nReproduction: refresh twice", "--stream",
@@ -394,7 +390,7 @@ def test_ctrl_c_during_story_exits_quietly(env):
 
 
 def test_ctrl_c_on_serve_says_what_it_stops(env):
-    serve = start(["serve", "echo", "--unit", unit_name()], env)
+    serve = start(["serve", "echo", "--unit", uid("errs")], env)
     try:
         read_until(serve, "serving")
         serve.send_signal(signal.SIGINT)

@@ -35,7 +35,8 @@ from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.protocol.routing import Address
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
-from tests.integration._roles_support import HAND_BUILT, ORG, hand_key, traffic, uid, wait_until  # noqa: F401
+from tests.integration._roles_support import HAND_BUILT, ORG, hand_key, traffic, wait_until  # noqa: F401
+from tests.helpers import uid
 
 SHORT = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=1.5, max_attempts=3,
                      backoff_s=(0.05, 0.1, 0.2))
@@ -112,12 +113,6 @@ class ReplyRecorder:
     def with_correlation(self, corr: bytes) -> list[MqttMessage]:
         with self._lock:
             return [m for m in self.messages if m.correlation_data == corr]
-
-
-@pytest.fixture
-def unit() -> str:
-    """A unit of the test's own: the desk's Client ID and retained card do not meet other tests'."""
-    return uid("hv")
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import cards, jsonrpc, messages, states, topics
 from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.story.cast import AlreadyServed, echo_card, echo_handler
-from tests.integration._roles_support import FAST, uid
+from tests.integration._roles_support import FAST
+from tests.helpers import uid
 
 
 def test_a_new_task_to_an_agent_without_a_card_fails_at_once_naming_the_known_ones(broker_url):

@@ -9,7 +9,8 @@ import pytest
 from a2a_nb.agents import Requester, Responder
 from a2a_nb.protocol import errors
 from a2a_nb.protocol.errors import A2AError
-from tests.integration._roles_support import FAST, uid
+from tests.integration._roles_support import FAST
+from tests.helpers import uid
 
 
 def echo(ctx):

@@ -29,7 +29,8 @@ from a2a_nb.protocol import pools, topics
 from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.protocol.routing import Address
-from tests.integration._roles_support import HAND_BUILT, ORG, Traffic, hand_key, traffic, uid  # noqa: F401
+from tests.integration._roles_support import HAND_BUILT, ORG, Traffic, hand_key, traffic  # noqa: F401
+from tests.helpers import uid
 
 SHORT = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=1.5, max_attempts=3,
                      backoff_s=(0.05, 0.1, 0.2))
@@ -66,11 +67,6 @@ class Wire:
 
     def replies(self, correlation: bytes) -> list[MqttMessage]:
         return [m for m in self.messages if m.topic.startswith("$a2a/v1/reply/") and m.correlation_data == correlation]
-
-
-@pytest.fixture
-def unit() -> str:
-    return uid("pl")
 
 
 @pytest.fixture

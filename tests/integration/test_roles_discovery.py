@@ -13,8 +13,9 @@ import pytest
 from a2a_nb.agents import Requester, Responder, ResponderOptions
 from a2a_nb.mqtt.session import Session, Subscription
 from a2a_nb.protocol.packet import MqttMessage
-from tests.integration._roles_support import FAST, ORG, UNIT, card_for, discovery_topic, traffic, uid  # noqa: F401
+from tests.integration._roles_support import FAST, ORG, UNIT, card_for, discovery_topic, traffic  # noqa: F401
 from tests.sdk_check import assert_valid
+from tests.helpers import uid
 
 
 def echo(ctx):

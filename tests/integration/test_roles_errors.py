@@ -117,6 +117,13 @@ CASES = {
                                                 ("a2a-authorization", f"Bearer {SECRET}2"))},
                                      -32005, "b4", "transport_protocol_error"),
     "push config not supported": (rpc("CreateTaskPushNotificationConfig", {"taskId": TASK}, "pn"), {}, -32003, "pn", None),
+    "get push config not supported": (rpc("GetTaskPushNotificationConfig", {"taskId": TASK, "id": "c"}, "pg"), {},
+                                      -32003, "pg", None),
+    "list push configs not supported": (rpc("ListTaskPushNotificationConfigs", {"taskId": TASK}, "pl"), {},
+                                        -32003, "pl", None),
+    "delete push config not supported": (rpc("DeleteTaskPushNotificationConfig", {"taskId": TASK, "id": "c"}, "pd"), {},
+                                         -32003, "pd", None),
+    "no extended card": (rpc("GetExtendedAgentCard", {}, "xc"), {}, -32007, "xc", None),
 }
 
 

@@ -10,7 +10,8 @@ import threading
 from a2a_nb.agents import Requester, Responder
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.protocol.streams import STREAM_SEQ
-from tests.integration._roles_support import FAST, RawClient, traffic, uid, wait_until  # noqa: F401
+from tests.integration._roles_support import FAST, RawClient, traffic, wait_until  # noqa: F401
+from tests.helpers import uid
 
 
 def test_repeated_chunks_arrive_numbered_and_their_copies_are_dropped(broker_url, traffic):

@@ -8,6 +8,7 @@ import pytest
 
 from a2a_nb.mqtt.session import Session, SessionError, Subscription, live_sessions, stop_all
 from a2a_nb.protocol.packet import MqttMessage
+from tests.helpers import uid
 
 
 def wait_for(q: "queue.Queue", timeout=3.0):
@@ -373,13 +374,12 @@ def test_two_handlers_of_one_filter_both_get_every_message_and_one_can_leave(bro
     """A pool member's presence watch and its ubsp-v1 key directory read the same event filter on one
     session: before, the second subscribe silently took the first one's messages (issue [16]: a pooled
     desk could not seal replies)."""
-    import uuid
 
     from a2a_nb.mqtt.session import Session
     from a2a_nb.protocol.packet import MqttMessage
     from tests.waiting import wait_until
 
-    unit = f"fan-{uuid.uuid4().hex[:6]}"
+    unit = uid("fan")
     s = Session("acme", unit, "two-readers", broker=broker_url)
     first, second = [], []
     filter_ = f"$a2a/v1/event/acme/{unit}/+"

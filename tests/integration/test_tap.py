@@ -5,7 +5,8 @@ from __future__ import annotations
 from a2a_nb import RequestTap, Requester, TicketDesk
 from a2a_nb.protocol.states import INPUT_REQUIRED
 from a2a_nb.story.scenarios import TICKET_TEXT
-from tests.integration._roles_support import uid
+from tests.helpers import uid
+
 
 
 def test_the_tap_shows_each_request_once_with_the_identifiers_sent(broker_url):

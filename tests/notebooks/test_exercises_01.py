@@ -16,13 +16,14 @@ from a2a_nb.notebook.exercises import lesson01
 from a2a_nb.protocol import cards, topics
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import desk_card, echo_card, echo_handler
+from tests.helpers import uid
 
 TAG = "root-cause-analysis"
 
 
 @pytest.fixture
 def lesson(broker_url):
-    unit = f"ex01-{uuid.uuid4().hex[:6]}"
+    unit = uid("ex01")
     disco = Discovery("acme", unit, agent="ex01-discovery", broker=broker_url)
     desk = Responder("ticket-desk", lambda ctx: "ok", unit=unit, card=desk_card("acme", unit), broker=broker_url)
     echo = Responder("echo", echo_handler, unit=unit, card=echo_card("acme", unit), broker=broker_url)

@@ -14,11 +14,12 @@ from a2a_nb.notebook.exercises import lesson02
 from a2a_nb.protocol import states
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+from tests.helpers import gives_nothing_away, uid
 
 
 @pytest.fixture
 def cast(broker_url):
-    unit = f"ex02-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex02")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="first-reply", seed=7, pace=0.01)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, seed=7)
     yield desk, coordinator
@@ -34,9 +35,8 @@ def waiting(cast):
     return reply
 
 
-def gives_nothing_away(feedback):
-    assert not feedback.right
-    assert "continue_task" not in feedback.message and REPRO_TEXT not in feedback.message
+def hides_the_answer(feedback):
+    gives_nothing_away(feedback, "continue_task", REPRO_TEXT)
     assert "..." not in feedback.message or "replace the ..." in feedback.message
 
 
@@ -69,7 +69,7 @@ def test_any_other_text_on_the_task_is_not_the_answer(cast, waiting, text):
     answer = coordinator.continue_task(waiting, text)
     assert answer.state == states.COMPLETED  # the agent alone would call it done
     feedback = lesson02.answered_on_the_same_task(answer, waiting, coordinator)
-    gives_nothing_away(feedback)
+    hides_the_answer(feedback)
     assert "not the reproduction steps" in feedback.message
 
 
@@ -83,7 +83,7 @@ def test_a_new_task_instead_of_the_waiting_one(cast, waiting):
     _, coordinator = cast
     elsewhere = coordinator.send("ticket-desk", REPRO_TEXT, context_id=CONTEXT_ID)  # no Task.id: a new task
     feedback = lesson02.answered_on_the_same_task(elsewhere, waiting, coordinator)
-    gives_nothing_away(feedback)
+    hides_the_answer(feedback)
     assert "another task" in feedback.message
 
 
@@ -93,7 +93,7 @@ def test_a_resend_of_the_first_message_is_not_new_input(cast):
     waiting = coordinator.send("ticket-desk", message=first)
     again = coordinator.send(None, message=first)  # the same messageId: the agent sees a resend
     feedback = lesson02.answered_on_the_same_task(again, waiting, coordinator)
-    gives_nothing_away(feedback)
+    hides_the_answer(feedback)
     assert "resend" in feedback.message and "input-required" in feedback.message
 
 
@@ -101,14 +101,14 @@ def test_a_message_never_sent(cast, waiting):
     _, coordinator = cast
     unsent = coordinator.new_message(REPRO_TEXT, task_id=waiting.task_id, context_id=waiting.context_id)
     feedback = lesson02.answered_on_the_same_task(unsent, waiting, coordinator)
-    gives_nothing_away(feedback)
+    hides_the_answer(feedback)
     assert "sent" in feedback.message
 
 
 def test_the_question_itself_is_no_answer(cast, waiting):
     _, coordinator = cast
     feedback = lesson02.answered_on_the_same_task(waiting, waiting, coordinator)
-    gives_nothing_away(feedback)
+    hides_the_answer(feedback)
     assert "asked" in feedback.message
 
 

@@ -11,11 +11,12 @@ from a2a_nb.notebook.exercises import lesson04
 from a2a_nb.protocol import states
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+from tests.helpers import gives_nothing_away, uid
 
 
 @pytest.fixture
 def cast(broker_url):
-    unit = f"ex04-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex04")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="none", seed=4, pace=0.01)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, seed=4)
     yield desk, coordinator
@@ -39,12 +40,6 @@ def finished(cast):
     stream.wait()
     assert stream.state == states.COMPLETED
     return stream
-
-
-def gives_nothing_away(feedback, *answers):
-    assert not feedback.right
-    for answer in answers:
-        assert str(answer) not in feedback.message
 
 
 # -- exercise 1: continue the task ------------------------------------------------------------------

@@ -19,14 +19,7 @@ from a2a_nb.protocol import states, topics
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
-
-QUICK = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=3.0, max_attempts=3,
-                     backoff_s=(0.05, 0.1, 0.2))
-
-
-@pytest.fixture
-def unit() -> str:
-    return f"ex05-{uuid.uuid4().hex[:8]}"
+from tests.helpers import QUICK, gives_nothing_away, uid
 
 
 @pytest.fixture
@@ -36,20 +29,13 @@ def coordinator(broker_url, unit):
     req.close()
 
 
-def gives_nothing_away(feedback, *answers: str) -> None:
-    assert not feedback.right, feedback
-    assert "✗ not yet" in str(feedback)
-    for answer in answers:
-        assert answer not in feedback.message, f"the hint gives {answer!r} away: {feedback.message}"
-
-
 # -- find the reroute's cause --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def unreachable(broker_url):
     """The unreachable case of step 7: handover to an analyst that dies, fallback to the desk. Made
     once for the module: the check reads only the routing table, which outlives the sessions that
     ``tests/conftest.py`` closes after each test."""
-    unit = f"ex05-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex05")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="dies", seed=7, pace=0.01)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, retry=QUICK, seed=5)
     doomed = coordinator.stream("ticket-desk", TICKET_TEXT, context_id=CONTEXT_ID)

@@ -22,14 +22,9 @@ from a2a_nb.protocol.ids import readable_correlation
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import CONTEXT_ID, REPRO_TEXT, TICKET_TEXT
+from tests.helpers import QUICK, gives_nothing_away, uid
 
 ONE_TRY = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=0.5, max_attempts=1, backoff_s=(0.05,))
-QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_attempts=3, backoff_s=(0.05, 0.1, 0.2))
-
-
-@pytest.fixture
-def unit() -> str:
-    return f"ex06-{uuid.uuid4().hex[:8]}"
 
 
 def flaky_agent(broker_url: str, unit: str, name: str):
@@ -64,13 +59,6 @@ def timed_out(broker_url, unit):
     assert len(heard) == 1
     yield hasty, ticket, heard
     hasty.close()
-
-
-def gives_nothing_away(feedback, *answers: str) -> None:
-    assert not feedback.right, feedback
-    assert "✗ not yet" in str(feedback)
-    for answer in answers:
-        assert answer not in feedback.message, f"the hint gives {answer!r} away: {feedback.message}"
 
 
 # -- resend the timed-out message ----------------------------------------------------------------------
@@ -138,7 +126,7 @@ def test_the_same_correlation_data_twice():
 @pytest.fixture(scope="module")
 def two_32004s(broker_url):
     """Step 5's refusal (a message to a finished task) and the busy desk's, from a real desk."""
-    unit = f"ex06-{uuid.uuid4().hex[:8]}"
+    unit = uid("ex06")
     desk = TicketDesk(unit=unit, broker=broker_url, handover="none", seed=9, max_analysts=1, pace=0.1)
     coordinator = Requester("coordinator", unit=unit, broker=broker_url, retry=QUICK, seed=9)
     try:

@@ -17,17 +17,9 @@ from a2a_nb.notebook.exercises import lesson09
 from a2a_nb.protocol import MqttMessage, topics
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import TICKET_TEXT
+from tests.helpers import clear_cards, uid
 
 ORG = "acme"
-
-
-@pytest.fixture
-def unit(broker_url):
-    name = f"ex09-{secrets.token_hex(3)}"
-    yield name
-    cleaner = Session(ORG, name, f"cleaner-{secrets.token_hex(3)}", broker=broker_url)
-    cleaner.publish(MqttMessage(topics.discovery_topic(ORG, name, "ticket-desk"), b"", qos=1, retain=True))
-    cleaner.close()
 
 
 @pytest.fixture
@@ -36,6 +28,7 @@ def bridge(broker_url, unit):
     with TicketDesk(org=ORG, unit=unit, broker=broker_url, pace=0.01, seed=9):
         with Bridge("ticket-desk", org=ORG, unit=unit, broker=broker_url, seed=9) as b:
             yield b
+    clear_cards(broker_url, unit, ["ticket-desk"])
 
 
 def post_ticket(bridge: Bridge, message_id: str) -> dict:
@@ -48,7 +41,7 @@ def post_ticket(bridge: Bridge, message_id: str) -> dict:
 def sent(bridge):
     """What the learner gets back, and where the follow-ups really go (computed apart from the check:
     from the routing table's current agent)."""
-    reply = post_ticket(bridge, f"ex09-{secrets.token_hex(4)}")
+    reply = post_ticket(bridge, uid("ex09"))
     task_id = reply["result"]["task"]["id"]
     analyst = bridge.requester.routing.target(task_id).agent
     assert analyst and analyst.startswith("analyst-"), "the desk hands a new ticket over on its first reply"

@@ -19,12 +19,13 @@ from a2a_nb.traffic.records import from_record
 from a2a_nb.ubsp.key_server import KeyServer
 from a2a_nb.ubsp.keys import AgentKeys
 from a2a_nb.ubsp.protection import Ubsp
+from tests.helpers import uid
 
 
 @pytest.fixture(scope="module")
 def sealed_exchange(broker_url):
     """(the recorded last sealed reply, the coordinator, the status inside as the lesson reads it)."""
-    unit = f"ex10-{uuid.uuid4().hex[:6]}"
+    unit = uid("ex10")
     keys = KeyServer()
     desk_keys, coordinator_keys = AgentKeys("ticket-desk"), AgentKeys("coordinator")
     for k in (desk_keys, coordinator_keys):

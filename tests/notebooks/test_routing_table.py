@@ -25,14 +25,7 @@ from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.protocol.routing import Address, RoutingTable
 from a2a_nb.story.cast import TicketDesk
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
-
-QUICK = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=3.0, max_attempts=3,
-                     backoff_s=(0.05, 0.1, 0.2))
-
-
-@pytest.fixture
-def unit() -> str:
-    return f"routing-{uuid.uuid4().hex[:8]}"
+from tests.helpers import QUICK
 
 
 @pytest.fixture

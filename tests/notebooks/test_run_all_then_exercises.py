@@ -17,6 +17,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.broker  # the lessons' kernels use the session's broker (A2A_BROKER_URL)
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 TEXTS = sorted(p for p in (NOTEBOOKS / "text").glob("[0-9][0-9]-*.py") if not p.name.startswith("00-"))

@@ -24,11 +24,6 @@ FAST = RetryProfile(reply_first_timeout_s=0.3, stream_idle_timeout_s=2.0, max_at
 
 
 @pytest.fixture
-def unit() -> str:
-    return f"widgets-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
 def cast(broker_url, unit):
     """An echo agent and a ticket desk (card agent) in the test's own unit."""
     echo = Responder("echo", echo_handler, unit=unit, card=echo_card(unit=unit), broker=broker_url)

@@ -4,15 +4,15 @@ Extended capabilities is offered, and the probe says why Core fails (issue [16];
 SDK's handler refuses a Task.id the requester made, which the MQTT profile requires it to accept)."""
 from __future__ import annotations
 
-import uuid
 
 from a2a_nb.probe import run_probe
 from a2a_nb.probe.report import EXTENDED_CAPABILITIES
 from tests.probe.sdk_agent import SdkAgent
+from tests.helpers import uid
 
 
 def test_the_sdk_agent_offers_none_of_the_six_and_its_task_id_refusal_is_named(broker_url):
-    unit = f"sdk-{uuid.uuid4().hex[:6]}"
+    unit = uid("sdk")
     agent = SdkAgent(broker_url, unit)
     try:
         report = run_probe("sdk-echo", unit=unit, broker=broker_url, level="extended", timeout=1.0)

@@ -8,11 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 
 import pytest
 
 from a2a_nb.mqtt.status_plugin import plugin_path, unavailable_reason
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 SIX = ("trusted JKU policy", "broker-managed status", "extended observability", "native binary artifact mode",
@@ -46,7 +46,7 @@ def test_served_echo_and_ticket_desk_offer_and_pass_all_six_extended_capabilitie
         url = broker.stdout.readline().strip()
         assert url.startswith("mqtt://"), broker.stderr.read()
         env["A2A_BROKER_URL"] = url
-        unit = f"six-{uuid.uuid4().hex[:6]}"
+        unit = uid("six")
         for agent, pool in (("echo", "echoes"), ("ticket-desk", "analysts")):
             p = start("serve", agent, "--pool", pool, "--unit", unit, "--pace", "0", env=env)
             served.append(p)

@@ -4,7 +4,6 @@ Real Mosquitto. Profile: Optional Untrusted-Broker Security Profile 3-12; Securi
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import replace
 
 import pytest
@@ -17,6 +16,7 @@ from a2a_nb.protocol import cards, properties, ubsp
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
 from a2a_nb.ubsp.keys import AgentKeys
 from a2a_nb.ubsp.local_keys import LocalKeys
+from tests.helpers import uid
 from a2a_nb.ubsp.protection import Ubsp
 from a2a_nb.ubsp.trust import KeyTrust
 
@@ -34,17 +34,13 @@ def local():
         yield keys
 
 
-def unit() -> str:
-    return f"probe-ubsp-{uuid.uuid4().hex[:6]}"
-
-
 def probe(agent: str, u: str, broker_url: str, local: LocalKeys):
     return run_probe(agent, unit=u, broker=broker_url, level="extended", trust=local.trust, timeout=1.0)
 
 
 def test_echo_and_the_ticket_desk_pass_every_ubsp_check(broker_url, local):
     """The agents `serve` runs: all four checks pass, and the summary names both Extended features."""
-    u = unit()
+    u = uid("probe-ubsp")
     echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=broker_url,
                      options=ResponderOptions(inline=True), ubsp=local.ubsp("acme", u, "echo"))
     desk = TicketDesk(unit=u, broker=broker_url, pace=0.0, ubsp=local.ubsp("acme", u, "ticket-desk"))
@@ -61,7 +57,7 @@ def test_echo_and_the_ticket_desk_pass_every_ubsp_check(broker_url, local):
 
 
 def test_an_agent_without_ubsp_is_reported_not_offered(broker_url, local):
-    u = unit()
+    u = uid("probe-ubsp")
     echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=broker_url,
                      options=ResponderOptions(inline=True))
     try:
@@ -94,7 +90,7 @@ class _Credulous(KeyTrust):
 
 
 def test_an_agent_that_skips_the_recipient_check_replay_cache_or_jku_policy_fails_those_checks(broker_url, local):
-    u = unit()
+    u = uid("probe-ubsp")
     keys = local.ubsp("acme", u, "echo")
     careless = _Careless(keys.keys, _Credulous(allowed_hosts=keys.trust.allowed_hosts, ca_file=keys.trust.ca_file),
                          keys.metadata)
@@ -110,7 +106,7 @@ def test_an_agent_that_skips_the_recipient_check_replay_cache_or_jku_policy_fail
 
 
 def test_a_card_whose_keys_the_probe_does_not_trust_fails_the_round_trip_with_the_reason(broker_url, local):
-    u = unit()
+    u = uid("probe-ubsp")
     keys = local.ubsp("acme", u, "echo")
     echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=broker_url,
                      ubsp=Ubsp(keys.keys, keys.trust, {"jwksUri": "https://keys.elsewhere.example/echo.json"}))
@@ -143,7 +139,7 @@ def status_broker():
 def test_the_report_lists_the_six_extended_capabilities(status_broker, local):
     """``serve echo`` (inline, task events on, keys from the key home) on the kit's broker (with the
     a2a_status plugin): five of six pass; echo serves no pool here, so pools are not offered."""
-    u = unit()
+    u = uid("probe-ubsp")
     echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=status_broker,
                      options=ResponderOptions(inline=True, task_events=True), ubsp=local.ubsp("acme", u, "echo"))
     try:
@@ -165,7 +161,7 @@ def test_the_report_lists_the_six_extended_capabilities(status_broker, local):
 def test_the_ticket_desk_serving_a_pool_passes_the_four_that_need_no_keys(status_broker):
     """``serve ticket-desk --pool analysts`` (task events on, no ubsp keys here) probed with ``--pool
     analysts``: broker-managed status, task events, binary chunks (the orders CSV) and pools pass."""
-    u = unit()
+    u = uid("probe-ubsp")
     desk = TicketDesk(unit=u, broker=status_broker, pace=0.0, pool="analysts", task_events=True)
     try:
         report = run_probe("ticket-desk", unit=u, broker=status_broker, level="extended", pool="analysts", timeout=1.0)
@@ -182,7 +178,7 @@ def test_the_ticket_desk_serving_a_pool_passes_the_four_that_need_no_keys(status
 def test_without_the_plugin_or_task_events_both_capabilities_are_not_offered(local):
     from a2a_nb.mqtt.broker import EmbeddedBroker
 
-    u = unit()
+    u = uid("probe-ubsp")
     with EmbeddedBroker(broker_status=False) as plain:
         echo = Responder("echo", echo_handler, unit=u, card=echo_card(unit=u), broker=plain.url)
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 
@@ -18,12 +17,13 @@ from a2a_nb.protocol.errors import A2AError
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import MAX_ANALYSTS, TicketDesk
 from a2a_nb.story.scenarios import REPRO_TEXT, TICKET_TEXT
+from tests.helpers import uid
 
 NO_RETRY = RetryProfile(reply_first_timeout_s=10.0, stream_idle_timeout_s=10.0, max_attempts=1)
 
 
 def fresh_unit() -> str:
-    return f"cap-{uuid.uuid4().hex[:8]}"
+    return uid("cap")
 
 
 def test_a_burst_of_400_gets_completions_or_32004_and_the_desk_stays_bounded(broker_url):
@@ -66,7 +66,7 @@ def test_admission_reserves_the_last_slot_for_exactly_one_of_two_racing_tasks(br
 def test_an_analyst_is_reused_and_a_task_beyond_capacity_is_refused_before_it_exists(broker_url):
     unit = fresh_unit()
     with TicketDesk(unit=unit, broker=broker_url, handover="first-reply", pace=0.0, max_analysts=1) as desk:
-        req = Requester(f"cap-{uuid.uuid4().hex[:6]}", unit=unit, broker=broker_url, retry=NO_RETRY)
+        req = Requester(uid("cap"), unit=unit, broker=broker_url, retry=NO_RETRY)
         try:
             a = req.send("ticket-desk", TICKET_TEXT)  # the analyst asks for input: the slot is free again
             assert a.state == states.INPUT_REQUIRED and a.responder == "analyst-1"
@@ -103,7 +103,7 @@ def test_the_default_capacity_matches_the_cli_and_the_secure_brokers_logins():
 def test_a_slot_whose_analyst_died_gets_a_new_analyst_under_the_same_name(broker_url):
     unit = fresh_unit()
     with TicketDesk(unit=unit, broker=broker_url, handover="dies", pace=0.0, max_analysts=1) as desk:
-        req = Requester(f"cap-{uuid.uuid4().hex[:6]}", unit=unit, broker=broker_url, retry=NO_RETRY)
+        req = Requester(uid("cap"), unit=unit, broker=broker_url, retry=NO_RETRY)
         try:
             a = req.send("ticket-desk", TICKET_TEXT)
             assert a.state == states.INPUT_REQUIRED and a.responder == "analyst-1"

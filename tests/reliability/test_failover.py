@@ -22,7 +22,8 @@ from a2a_nb.protocol import properties, states
 from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import echo_card
 from tests.waiting import wait_until
-from tests.reliability.test_faults import CHUNKS, RESILIENT, chunks_of, streaming_handler, uid
+from tests.reliability.test_faults import CHUNKS, RESILIENT, chunks_of, streaming_handler
+from tests.helpers import uid
 
 ORG = "acme"
 

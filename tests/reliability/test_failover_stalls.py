@@ -15,8 +15,9 @@ import pytest
 from a2a_nb.mqtt.broker import EmbeddedBroker
 from a2a_nb.mqtt.failover import ATTEMPT_TIMEOUT_S, attempt_timeout, last_attempt_on_broker
 from a2a_nb.mqtt.session import ConnectFailed, Session
-from tests.reliability.test_faults import uid
+
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 ORG = "acme"
 

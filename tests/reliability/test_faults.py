@@ -26,15 +26,12 @@ from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.protocol.streams import STREAM_SEQ, StreamDeduper
 from a2a_nb.story.scenarios import run_scenario
+from tests.helpers import uid
 
 ORG, UNIT = "acme", "support"
 CHUNKS = 12
 RESILIENT = RetryProfile(reply_first_timeout_s=1.0, stream_idle_timeout_s=1.0, max_attempts=6,
                          backoff_s=(0.2, 0.4, 0.8, 1.0))
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 def assert_known_states(runtime: TaskRuntime) -> None:

@@ -35,6 +35,7 @@ from a2a_nb.agents.responder import Responder, ResponderOptions
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import jsonrpc
 from a2a_nb.protocol.packet import MqttMessage, encode_json
+from tests.helpers import uid
 
 ORG, UNIT = "acme", "support"
 LIMIT = 16 * 1024  # the responder's max_request_bytes in this test
@@ -130,8 +131,8 @@ def expected_for_payload(payload: bytes) -> set:
 
 
 def valid_message() -> dict:
-    return {"messageId": f"m-{uuid.uuid4().hex[:12]}", "role": "ROLE_USER", "parts": [{"text": "fuzz"}],
-            "taskId": str(uuid.uuid4()), "contextId": f"ctx-{uuid.uuid4().hex[:8]}"}
+    return {"messageId": uid("m"), "role": "ROLE_USER", "parts": [{"text": "fuzz"}],
+            "taskId": str(uuid.uuid4()), "contextId": uid("ctx")}
 
 
 def valid_request(rid: Any = "r1") -> dict:

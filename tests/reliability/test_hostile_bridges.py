@@ -28,6 +28,8 @@ from a2a_nb.mqtt.broker import BrokerEndpoint, BrokerError, free_port, port_acce
 from tests.broker_proxy import Limits, LimitedBroker
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.broker  # its helpers start bridged Mosquittos
+
 CLI = [sys.executable, "-m", "a2a_nb", "broker"]
 LOOP_SAID = "brings messages back"
 

@@ -20,11 +20,9 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
-import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
@@ -108,11 +106,6 @@ EXPECTED_VERDICT = {
     "not-json": "card not valid: card is not usable JSON: not UTF-8",
     "huge-fields": "",
 }
-
-
-@pytest.fixture
-def unit() -> str:
-    return f"hostile-{uuid.uuid4().hex[:8]}"
 
 
 def test_hostile_cards_never_break_discovery_or_its_views(broker_url, unit):

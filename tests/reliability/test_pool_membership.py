@@ -39,6 +39,7 @@ from a2a_nb.mqtt.session import paho_client
 from a2a_nb.protocol import jsonrpc, messages, pools
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import analyst_pool
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 ORG = "acme"
@@ -47,10 +48,6 @@ COMPLETED = "TASK_STATE_COMPLETED"
 SHORT = RetryProfile(reply_first_timeout_s=0.5, stream_idle_timeout_s=1.5, max_attempts=3, backoff_s=(0.05, 0.1))
 N = 24
 NOT_AUTHORIZED = 135
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 # -- the attacker: bare paho ----------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -28,16 +27,13 @@ from a2a_nb.protocol import messages, pools, properties, topics
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import Analyst, TicketDesk, echo_card, echo_handler
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 COMPLETED, FAILED = "TASK_STATE_COMPLETED", "TASK_STATE_FAILED"
 INPUT_REQUIRED, WORKING = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING"
 TICKET = "Analyze ticket TCK-4821"
 STEPS = "refresh the order page twice right after checkout"
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 # -- 1. cards come back after a broker restart -------------------------------------------------------------

@@ -18,8 +18,9 @@ from a2a_nb.agents.routes_store import SqliteRoutes
 from a2a_nb.protocol.routing import MAX_REROUTES_PER_TASK, Address, Route, RoutingTable
 from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.protocol.states import COMPLETED, SUBMITTED, WORKING
-from tests.integration._roles_support import uid
+
 from tests.integration.test_handover import SHORT, ScriptedAgents, raw_status, raw_task, task_id_of_request
+from tests.helpers import uid
 
 GARBAGE = b"this is not SQLite\x00" + os.urandom(4000)
 

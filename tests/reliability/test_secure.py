@@ -35,6 +35,7 @@ from a2a_nb.protocol.errors import A2AError
 from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.scenarios import run_scenario
+from tests.helpers import uid
 
 ORG, UNIT = "acme", "support"
 FAST = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.1,))
@@ -46,10 +47,6 @@ def secure_broker():
     broker = SecureBroker().start()
     yield broker
     broker.stop()
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 class Observer:

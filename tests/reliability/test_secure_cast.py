@@ -25,6 +25,8 @@ from a2a_nb.mqtt.broker import BrokerEndpoint, login_from_file
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import properties
 
+pytestmark = pytest.mark.broker  # its helpers start `broker --secure`
+
 TICKET = "TCK-4821: order status not updating after checkout\nReproduction: pay by card, then open the order page"
 TAKEOVER = "already connected, closing old connection"  # Mosquitto's log line for a session takeover
 

@@ -31,19 +31,10 @@ from a2a_nb.protocol.packet import MqttMessage, encode_json
 from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import TicketDesk
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 ORG = "acme"
 FAST = RetryProfile(reply_first_timeout_s=2.0, stream_idle_timeout_s=2.0, max_attempts=1, backoff_s=(0.1,))
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def unit() -> str:
-    """A unit of the test's own: its topics never meet another test's on the shared broker."""
-    return uid("u")
 
 
 class Wire:

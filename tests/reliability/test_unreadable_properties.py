@@ -22,7 +22,6 @@ import logging
 import os
 import subprocess
 import sys
-import uuid
 
 import pytest
 from paho.mqtt.packettypes import PacketTypes
@@ -40,14 +39,11 @@ from a2a_nb.protocol.retry import RetryProfile
 from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.traffic.recorder import Recorder
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 ORG = "acme"
 BOM = "\ufeff"
 RETRY = RetryProfile(reply_first_timeout_s=5.0, stream_idle_timeout_s=5.0, max_attempts=2, backoff_s=(0.2,))
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 
 from a2a_nb.mqtt.session import Session
 from a2a_nb.protocol import topics
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 
@@ -20,7 +20,7 @@ def _env(broker_url, tmp_path) -> dict:
 
 
 def test_serve_sdk_answers_send_and_says_offline_on_ctrl_c(broker_url, tmp_path):
-    env, unit = _env(broker_url, tmp_path), f"sdkcli-{uuid.uuid4().hex[:6]}"
+    env, unit = _env(broker_url, tmp_path), uid("sdkcli")
     proc = subprocess.Popen(CLI + ["serve-sdk", "tests.sdk.executors:EchoExecutor", "--agent", "sdk-echo",
                                    "--unit", unit], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -33,7 +33,7 @@ def test_serve_sdk_answers_send_and_says_offline_on_ctrl_c(broker_url, tmp_path)
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
-    watcher = Session("acme", unit, f"watch-{uuid.uuid4().hex[:6]}", broker=broker_url)
+    watcher = Session("acme", unit, uid("watch"), broker=broker_url)
     watcher.subscribe(topics.discovery_topic("acme", unit, "sdk-echo"))
     card = watcher.receive(timeout=10)
     watcher.close()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import secrets
 import threading
 import time
 
@@ -16,6 +15,7 @@ from a2a_nb.commands import traffic as traffic_commands
 from a2a_nb.traffic.records import read_records, write_records
 
 from ._traffic import C1, T1, Traffic, clean_conversation
+from tests.helpers import uid
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def test_record_for_n_seconds(broker_url, tmp_path, capsys):
-    unit = f"cli-{secrets.token_hex(3)}"
+    unit = uid("cli")
     out = tmp_path / "cli.jsonl"
     args = parse(["record", "--out", str(out), "--seconds", "0.8", "--broker", broker_url,
                   "--filter", f"$a2a/v1/+/acme/{unit}/#"])

@@ -6,7 +6,6 @@ MUST findings too.
 """
 from __future__ import annotations
 
-import secrets
 
 import pytest
 
@@ -18,6 +17,7 @@ from a2a_nb.traffic.charts import latency_chart, mermaid_sequence, reroute_chart
 from a2a_nb.traffic.frame import load_traffic, routing_view, state_transitions
 from a2a_nb.traffic.lint import check_traffic, format_findings
 from a2a_nb.traffic.recorder import Recorder
+from tests.helpers import uid
 
 FAST = RetryProfile(reply_first_timeout_s=0.4, stream_idle_timeout_s=1.0, max_attempts=2, backoff_s=(0.05, 0.1))
 
@@ -29,7 +29,7 @@ def _card(unit: str, agent: str) -> dict:
 
 @pytest.fixture(scope="module")
 def clean_traffic(broker_url, tmp_path_factory):
-    unit = f"trf-{secrets.token_hex(3)}"
+    unit = uid("trf")
     path = tmp_path_factory.mktemp("kit") / "clean.jsonl"
 
     def worker(ctx):
@@ -97,7 +97,7 @@ def test_clean_kit_traffic_charts(clean_traffic):
 
 
 def test_handover_and_fallback_stay_free_of_must_findings(broker_url):
-    unit = f"trf-{secrets.token_hex(3)}"
+    unit = uid("trf")
 
     def desk_handler(ctx):
         if ctx.turn == 1:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 import threading
 
 import pytest
@@ -13,12 +12,6 @@ from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.traffic import Recorder as LazyRecorder
 from a2a_nb.traffic.recorder import Recorder
 from a2a_nb.traffic.records import FIELDS, from_record, read_records, to_record, write_records
-
-
-@pytest.fixture
-def unit() -> str:
-    """A unit of our own, so traffic (and retained cards) of other tests stay out of the recording."""
-    return f"rec-{secrets.token_hex(3)}"
 
 
 def scoped(unit: str) -> str:

@@ -29,8 +29,9 @@ from a2a_nb.protocol.packet import MqttMessage
 from a2a_nb.story.cast import echo_card, echo_handler
 from a2a_nb.ubsp.keys import CONTENT_ALG, KEY_ALG, AgentKeys
 from a2a_nb.ubsp.local_keys import LocalKeys
-from tests.ubsp.test_ubsp_wire import ORG, REPORT, Operator, as_kit, uid
+from tests.ubsp.test_ubsp_wire import ORG, REPORT, Operator, as_kit
 from tests.waiting import wait_until
+from tests.helpers import uid
 
 CLI = [sys.executable, "-m", "a2a_nb"]
 

@@ -29,15 +29,12 @@ from a2a_nb.ubsp.keys import AgentKeys
 from a2a_nb.ubsp.protection import Ubsp
 from a2a_nb.ubsp.trust import KeyTrust, UntrustedKeySource
 from tests.sdk_check import assert_valid
+from tests.helpers import uid
 
 ORG = "acme"
 SECRET = "TCK-4821 customer card ending 4242"
 REPORT = "root cause: the order-status webhook drops retries"
 INLINE = KeyTrust(trust_inline=True)  # these tests trust the keys on the broker; test_trust.py covers jwksUri
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 def analyst(ctx) -> None:
