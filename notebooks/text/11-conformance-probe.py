@@ -24,8 +24,8 @@
 #
 # ## What you will learn
 # - what the probe sends (binary and text [Correlation Data](glossary.md#Correlation-Data), a resend,
-#   GetTask and CancelTask, a stream, malformed JSON, a Response Topic outside `$a2a/v1/reply/`) and why
-#   some of its checks have to wait for silence;
+#   GetTask and CancelTask, a stream, malformed JSON, a [Response Topic](glossary.md#Response-Topic)
+#   outside `$a2a/v1/reply/`) and why some of its checks have to wait for silence;
 # - how to read its report: one row per check, with the rule id, MUST or SHOULD, the profile section,
 #   the verdict and a remark that says what to change;
 # - the command line `python -m a2a_nb probe AGENT`, and its exit status for CI.
@@ -61,8 +61,7 @@ print("ready")
 # %% [markdown]
 # ## Step 2. Probe the story's desk
 #
-# The probe reads the agent's retained
-# card, then sends it requests, good and bad (binary and text Correlation Data, a resend of the same
+# The probe reads the agent's [retained](glossary.md#Retained-message) card, then sends it requests, good and bad (binary and text Correlation Data, a resend of the same
 # message, GetTask and CancelTask, a stream, an answer after input-required, malformed JSON, a Task.id
 # that is not a UUIDv4, a Response Topic outside `$a2a/v1/reply/` that would turn the agent's reply
 # against its own card), asks
