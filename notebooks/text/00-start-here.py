@@ -269,9 +269,10 @@ as_described(said("No matching subscribers while the probe holds only #", only_h
 # | [08 · Security](08-security.ipynb) | a secured broker (TLS, a password per agent, ACLs), an intruder with a stolen password, bearer tokens the desk checks, and why both are needed |
 # | [09 · Two bindings, one agent](09-two-bindings.ipynb) | the same TCK-4821 task over MQTT and over HTTP through a bridge: one JSON-RPC body, the official `a2a-sdk` client, what only MQTT gives |
 # | [10 · What the broker sees](10-untrusted-broker.ipynb) | the ticket watched from the broker operator's seat, then sealed end to end (`ubsp-v1`): keys behind a trusted `jwksUri`, a replayed request refused |
+# | [11 · The conformance probe](11-conformance-probe.ipynb) (appendix, after 07) | the story's desk and a careless agent checked rule by rule against the profile: what the probe sends, its report, its exit status for CI |
 #
 # Every lesson has the same frame: *What you will learn*, *Time needed*, *Prerequisites*, numbered
-# steps, a *Summary* and *What's next*; lessons 01-10 end with a step *Your turn*: short exercises
+# steps, a *Summary* and *What's next*; lessons 01-11 end with a step *Your turn*: short exercises
 # with a check that tells you whether your answer is right, and under each exercise a reference
 # answer, folded away: click it open once you have tried. Each lesson starts the agents it needs,
 # so you can open any lesson on its own and run it top to bottom. *Run All* leaves them running,

@@ -41,8 +41,7 @@
 #   a reply (a recording shows it as `[redacted]`).
 #
 # ## Time needed
-# About 40 minutes. Run All takes about 9 seconds: the conformance probe of step 10 takes most of
-# them (it waits on purpose where the right answer is silence), and prints its progress as it goes.
+# About 30 minutes (75 cells). Run All takes under 3 seconds.
 #
 # ## Prerequisites
 # - [01 · Discovery](01-discovery.ipynb): Agent Cards, and the security fields of a card.
@@ -621,124 +620,7 @@ as_described(said("the value of a2a-authorization is replaced by [redacted] befo
                   sum(t in records for t in all_tokens), 0))
 
 # %% [markdown]
-# ## Step 10. Probe the agents
-#
-# Locks keep strangers out; they say nothing about whether an agent keeps the profile's rules once a
-# request is in. The kit's **conformance probe** asks the agent itself: it reads the agent's retained
-# card, then sends it requests, good and bad (binary and text Correlation Data, a resend of the same
-# message, GetTask and CancelTask, a stream, an answer after input-required, malformed JSON, a Task.id
-# that is not a UUIDv4, a Response Topic outside `$a2a/v1/reply/` that would turn the agent's reply
-# against its own card), asks
-# after each bad one whether the agent still answers, and reports each rule it kept or broke, by rule
-# id. It works on any agent that speaks the profile, written with this kit or not.
-#
-# First the story's ticket desk (and the analysts it hands tickets to), on the open broker of the other
-# lessons. Its notes about the requests it drops are switched off here: the probe reports them itself.
-# It has the Client ID `acme/support/ticket-desk`, and a kernel keeps one session per Client ID, so
-# the secured desk of step 3 closes its session when this one connects: from here on, only the
-# desk's policy is left of it.
-#
-# A probe takes seconds, so it prints a mark per check as soon as the check is done: `.` pass, `F`
-# fail, `-` not applicable (as pytest does). Most checks take milliseconds. Where the right answer is
-# silence, the probe has to wait its whole `timeout` before it can say so: no reply to a request
-# without Correlation Data, none to a Response Topic outside `$a2a/v1/reply/`. Those waits, one
-# second each, are most of this lesson's run time; watch the marks pause there.
-
-# %%
-import logging
-
-from a2a_nb import TicketDesk, run_probe
-from a2a_nb.probe.examples import careless_agent
-
-MARKS = {"pass": ".", "fail": "F", "not-applicable": "-", "skipped": "s"}
-
-def mark(row):
-    print(MARKS[row.verdict], end="", flush=True)      # one mark per check, as the probe goes
-
-logging.getLogger("a2a_nb.agents.responder").setLevel(logging.ERROR)
-story_desk = TicketDesk(seed=4821)                 # the story's desk, on the open broker
-print("probing ticket-desk: ", end="", flush=True)
-desk_report = run_probe("ticket-desk", progress=mark)
-print()
-print("Core conformant:", desk_report.core_conformant, "| Extended features seen:", desk_report.features)
-print("checks:", len(desk_report.rows), "|", pd.Series([r.verdict for r in desk_report.rows]).value_counts().to_dict())
-
-# %%
-import inspect
-
-verdicts = {r.check: r.verdict for r in desk_report.rows}
-as_described(
-    said("no reply to a request without Correlation Data", verdicts["no-reply-path"], "pass"),
-    said("none to a Response Topic outside $a2a/v1/reply/", verdicts["reflected-response-topic"], "pass"),
-    said("its whole timeout", inspect.signature(run_probe).parameters["timeout"].default, 1.0),
-    said("the secured desk of step 3 closes its session", not desk.alive, True),
-)
-
-# %% [markdown]
-# The report has one row per check: the rule id (the same name `lint` uses for a recording), MUST or
-# SHOULD, the profile section, what was sent, what came back, the verdict and a remark. A few of them:
-
-# %%
-report = desk_report.frame()
-shown = ["correlation-binary", "idempotent-resend", "multi-turn", "handover-responder-id", "reflected-response-topic"]
-report.set_index("check").loc[shown, ["rule", "level", "section", "verdict"]]
-
-# %% tags=["nbval-ignore-output"]
-print(desk_report.summary())
-
-# %% [markdown]
-# Now an agent that carries two habits over from HTTP A2A. It makes its **own Task.id** for every task,
-# as an HTTP server does (over MQTT the requester makes it, so it can retry without creating a second
-# task), and it reads **Correlation Data as text**: when a requester sends arbitrary bytes, as the
-# profile allows, it cannot decode them and never answers. `careless_agent()` lives in
-# `a2a_nb.probe.examples`; it is otherwise correct (it checks every request with the kit's own rules).
-
-# %%
-sloppy = careless_agent()
-print("probing careless: ", end="", flush=True)
-careless_report = run_probe("careless", progress=mark)
-print()
-print("Core conformant:", careless_report.core_conformant, "| exit status of `probe`:", careless_report.exit_code())
-failed = careless_report.frame().query("verdict == 'fail'").set_index("check")
-failed[["rule", "level", "section"]]
-
-# %% [markdown]
-# Read the report from the top: the first failure is usually the cause, the later ones its echoes. The
-# Task.id it names is its own, so the resend looks like a new task and GetTask of the requester's
-# Task.id finds nothing; binary Correlation Data gets no reply at all. The remarks say what to change:
-
-# %%
-for check in ("task-id-echo", "correlation-binary"):
-    row = failed.loc[check]
-    print(f"{check} ({row['rule']}, {row['level']}, {row['section']}):\n  {row['remark']}\n")
-story_desk.stop()
-sloppy.stop(forget=True)   # an example agent: its card goes with it
-
-# %%
-habits = {"its own Task.id": "task-id-echo", "Correlation Data as text": "correlation-binary"}
-as_described(
-    said("two habits", sum(check in failed.index for check in habits.values()), 2),
-    said("the first failure is usually the cause", failed.index[0], habits["its own Task.id"]),
-    said("the resend looks like a new task and GetTask of the requester's Task.id finds nothing",
-         [c in failed.index for c in ("idempotent-resend", "get-task")], [True, True]),
-    said("binary Correlation Data gets no reply at all", "no reply" in failed.loc["correlation-binary", "remark"], True),
-)
-
-# %% [markdown]
-# On the command line the same probe is `python -m a2a_nb probe careless` (exit status 1 on a MUST
-# failure, so a CI job can run it), with `--json` for the report as JSON, `--junit FILE` for CI test
-# reports and `--level extended` for the optional parts (pools with `--pool NAME`, native binary
-# artifacts). The kit's own requesters send Correlation Data as the hex of 16 random bytes: valid text
-# for implementations like this one, and still unguessable.
-
-# %%
-as_described(
-    said("exit status 1 on a MUST failure", careless_report.exit_code(), 1),
-    said("the hex of 16 random bytes", {len(bytes.fromhex(m.correlation_data.decode())) for m in raw_replies}, {16}),
-)
-
-# %% [markdown]
-# ## Step 11. Your turn
+# ## Step 10. Your turn
 #
 # **1. Which lock said no?** The cell below gathers three refusals in `refusals`, labelled A, B and
 # C: one you met in step 7 and two new attempts on the secured broker. For each, say who refused it:
@@ -799,7 +681,7 @@ reference(lesson08.claims_to_fix(to_fix, weak, policy))
 
 
 # %% [markdown]
-# ## Step 12. Clean up, when you are done
+# ## Step 11. Clean up, when you are done
 #
 # The exercises need the agents and the secured broker, so *Run All* leaves them running: this cell
 # only defines `clean_up()`. Call it when you are done: it stops the agents, the recorder and the
@@ -838,9 +720,6 @@ print("the agents and the secured broker keep running for the exercises: call cl
 #   (`UNAUTHENTICATED` 401 or `PERMISSION_DENIED` 403) that names the failed check.
 # - The kit refuses a token on plain MQTT at both ends; tokens never appear in replies, and
 #   recordings show `a2a-authorization` as `[redacted]`.
-# - The conformance probe (`python -m a2a_nb probe AGENT`) checks a live agent rule by rule: the story's
-#   desk is Core conformant; an agent that makes its own Task.ids and reads Correlation Data as text
-#   is not, and the report names each broken rule and what to change.
 #
 # ## What's next
 # Run the whole story across shells on a secured broker. In a terminal, `python -m a2a_nb broker
@@ -860,5 +739,6 @@ print("the agents and the secured broker keep running for the exercises: call cl
 # profile's optional *untrusted-broker security profile* goes one step further and encrypts payloads
 # end to end, for brokers you do not trust at all. Back to [00 · Start here](00-start-here.ipynb) for
 # the list of lessons, to [07 · Traffic analysis](07-traffic-analysis.ipynb) to lint a recording
-# of your own, or on to [09 · Two bindings, one agent](09-two-bindings.ipynb) to reach the same desk
-# over HTTP.
+# of your own, on to [09 · Two bindings, one agent](09-two-bindings.ipynb) to reach the same desk
+# over HTTP, or to the appendix [11 · The conformance probe](11-conformance-probe.ipynb) to check
+# whether an agent keeps the profile's rules.

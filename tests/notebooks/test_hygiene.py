@@ -111,7 +111,7 @@ EXERCISE_CHECK = re.compile(r"\blesson(\d\d)\.\w+\(")
 @pytest.mark.parametrize("path", [p for p in PATHS if not p.name.startswith("00-")],
                          ids=[p.name for p in PATHS if not p.name.startswith("00-")])
 def test_lesson_ends_with_exercises_and_collapsed_reference_answers(path):
-    """Lessons 01-09 end with a step "Your turn": each exercise cell calls one of the lesson's checks
+    """Lessons 01-11 end with a step "Your turn": each exercise cell calls one of the lesson's checks
     (``a2a_nb.notebook.exercises.lessonNN``) on the learner's ``...``, and the cell after it, tagged
     ``solution`` with its source collapsed, calls the same check on the reference answer. Its output
     gives nothing away: one line that the reference answer checks out, the check's verdict (which

@@ -1,6 +1,6 @@
 """Exercises at the end of the lessons: a short task, and a check that says right or what is wrong.
 
-Each lesson 01-09 ends with a step "Your turn". An exercise is a cell where the learner replaces
+Each lesson 01-11 ends with a step "Your turn". An exercise is a cell where the learner replaces
 ``...`` with an answer and runs a check from this package, e.g.::
 
     from a2a_nb.notebook.exercises import lesson05
@@ -15,7 +15,7 @@ reference answer checks out", and folds the check's verdict (which names the ans
 "show" the learner clicks; the answer itself is the cell's hidden source. The checks compute what
 is right from the objects the learner has (the coordinator, the recording), never from numbers written into the check.
 
-One module per lesson (``lesson01`` ... ``lesson09``) holds that lesson's checks.
+One module per lesson (``lesson01`` ... ``lesson11``) holds that lesson's checks.
 """
 from __future__ import annotations
 
