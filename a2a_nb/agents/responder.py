@@ -491,13 +491,16 @@ class Responder:
         ctx = TaskContext(self.runtime, self, task_id, message, self.ids)
         try:
             result = self.handler(ctx)
-            state = ctx.state
-            if ctx.response_message is not None and states.is_active(state):
-                outbox = self.runtime.outbox
-                with outbox.in_order():
+            outbox = self.runtime.outbox
+            with outbox.in_order():  # a continuation (received in order too) cannot slip in between check and change
+                latest = ctx.user_messages[-1:]
+                if latest and latest[0].get("messageId") != message.get("messageId"):
+                    return  # the requester answered (input-required) as this run ended: the next run owns the task
+                state = ctx.state
+                if ctx.response_message is not None and states.is_active(state):
                     outbox.send(self.runtime.complete_with_message(task_id, ctx.response_message).outgoing)
-            elif states.is_active(state):
-                ctx.complete(result if isinstance(result, (str, dict, list)) else None)
+                elif states.is_active(state):
+                    ctx.complete(result if isinstance(result, (str, dict, list)) else None)
         except TaskCanceled:
             pass
         except Exception as exc:

@@ -74,6 +74,10 @@ class Lab:
         """JupyterLab with its default layout (``reset``: no tab left open by an earlier test)."""
         return f"{self.url}/lab?token={self.token}&reset"
 
+    def restore(self, name: str) -> None:
+        """Put the committed ``notebooks/<name>`` back: an earlier test in this server may have saved it."""
+        shutil.copyfile(ROOT / "notebooks" / name, self.root / name)
+
     def shut_down_kernels(self) -> None:
         """Shut every running kernel down (Jupyter's REST API), so no lesson's agents outlive its test."""
         for kernel in self._api("GET", "kernels"):
@@ -106,6 +110,7 @@ def lab(broker_url, tmp_path_factory):
     news.write_text(json.dumps(NO_NEWS[1]))
     token, port = secrets.token_hex(16), _free_port()
     env = dict(os.environ, A2A_BROKER_URL=broker_url, JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_DATA_DIR=str(home / "data"),  # an empty trust database, as on a fresh machine
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), MPLBACKEND="module://matplotlib_inline.backend_inline")
     cmd = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", f"--port={port}",

@@ -81,6 +81,7 @@ def test_lesson_opens_unchanged_and_runs_all_in_its_stated_time(page, lab, shots
     assert found, f"{name}: 'Time needed' states no Run All time"
     how, stated = found
 
+    lab.restore(name)  # the committed lesson, not the copy test_lessons_in_lab.py saved after its Run All
     open_notebook(page, lab, name)
     screens = page.evaluate(SCROLL_TO_END_JS)
     page.wait_for_function(DRAWN_JS, polling=100)

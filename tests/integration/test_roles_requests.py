@@ -276,6 +276,35 @@ def test_retry_after_input_required_returns_the_interrupted_task_without_rerunni
 
 
 # -- multi-turn ----------------------------------------------------------------------------------------
+def test_a_turn_that_ends_after_the_requester_answered_leaves_the_task_to_the_next_turn(broker_url):
+    """The first run asks for input and returns only once the answer has started the second run: that
+    late return must not complete the task the second run is working on."""
+    agent = uid("late")
+    second_started, first_returned = threading.Event(), threading.Event()
+
+    def paint(ctx):
+        if ctx.turn == 1:
+            ctx.ask_input("which colour?")
+            assert second_started.wait(30), "the continuation never started a second run"
+            first_returned.set()
+            return "done?"  # a plain return: would complete the task if it were still this run's
+        second_started.set()
+        ctx.working("mixing the paint")
+        assert first_returned.wait(30)
+        time.sleep(0.2)  # the first run's end has been decided by now
+        ctx.complete(f"painted {ctx.text}")
+
+    responder = Responder(agent, paint, broker=broker_url)
+    req = Requester(uid("coord"), broker=broker_url, retry=FAST)
+    first = req.send(agent, "paint the door")
+    assert first.state == INPUT_REQUIRED
+    second = req.continue_task(first, "blue")
+    assert second.state == COMPLETED and second.text == "painted blue"
+    assert responder.stats.handler_crashes == 0
+    history = [m["parts"][0]["text"] for m in req.get_task(first.task_id)["history"]]
+    assert "done?" not in history and history[-1] == "painted blue"
+
+
 def test_multi_turn_input_required_then_continue_then_new_turn(broker_url, traffic):
     agent = uid("painter")
 
