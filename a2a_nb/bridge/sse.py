@@ -120,7 +120,7 @@ class Waiting:
     """What an open stream says while it waits for its next item (module docstring): ``check``
     after each second without one, ``arrived`` when one comes. Both return an SSE comment's text or
     None; ``check`` raises ``BrokerGone`` once the broker has been away for ``patience_s``.
-    ``may_have_lost``: the broker went away since the last item (items sent meanwhile are lost)."""
+    ``may_have_lost``: the broker went away since the last whole Task (items sent meanwhile are lost)."""
 
     def __init__(self, agent: str, broker: BrokerWatch):
         self.agent, self.broker = agent, broker
@@ -151,8 +151,13 @@ class Waiting:
         return (f"no item from {self.agent} for {quiet:.0f} s (a stream silent for {self.broker.idle_timeout_s:g} s "
                 "is recovered with GetTask)")
 
-    def arrived(self) -> Optional[str]:
-        self.last_item, self.quiet_notes, self.may_have_lost = time.monotonic(), 0, False
+    def arrived(self, whole_task: bool) -> Optional[str]:
+        """An item came (``whole_task``: a Task, as a recovery's GetTask or a SubscribeToTask sends).
+        Only a whole Task makes up for what the broker's absence lost: an item sent after the broker
+        came back (one the agent had queued, say) does not say that none went missing before it."""
+        self.last_item, self.quiet_notes = time.monotonic(), 0
+        if whole_task:
+            self.may_have_lost = False
         return self._back(self.last_item) if self.gone_since is not None and self.broker.connected() else None
 
     def broker_lost(self, task_id: Optional[str]) -> errors.A2AError:
@@ -220,7 +225,7 @@ async def relay(opened: OpenStream, first: dict[str, Any], request_id: RequestId
             if kind == "end":
                 opened.finished = True
                 return
-            note = waiting.arrived()
+            note = waiting.arrived(whole_task="task" in value)
             if note:
                 yield sse_comment(note)
             yield sse_event(jsonrpc.result_response(request_id, value))

@@ -61,7 +61,8 @@ class SketchAgent:
         self.card = cards.agent_card(
             name=f"Sketch {agent}", description="Echoes each message as a finished task (a probe example).",
             version="0.1.0", org=org, unit=unit, agent=agent, streaming=True,
-            skills=[cards.skill("echo", "Echo", "Answers with the text it got", tags=["echo", "example"])]) \
+            # tagged as what it is: a lesson's searches for "echo" on a shared broker must not find it
+            skills=[cards.skill("sketch", "Sketch", "Answers with the text it got", tags=["probe-example"])]) \
             if card else None
         will = self._card_message(properties.OFFLINE, properties.SOURCE_LWT) if self.card else None
         self.helper = SketchAgent(f"{agent}-helper", org=org, unit=unit, broker=broker, card=False) \
