@@ -9,6 +9,9 @@ threads and fds before/after) and many echo round trips (RSS before/after: the t
 routing table are bounded, so memory levels off); see ``load.run_desk_burst`` / ``load.run_echo_memory``.
 
 Bridged brokers: the same round trip on one broker and across a Mosquitto bridge (``bridged.py``).
+
+The official a2a-sdk over MQTT: its ``Client`` and a served ``AgentExecutor`` against the kit's own
+requester and responder (``sdk.py``).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from .kit_echo import BENCH_RETRY, KitEcho
 from . import probe as probe_bench
 from . import raw_floor
 from . import raw_load
+from . import sdk as sdk_bench
 from . import traffic as traffic_bench
 from . import ubsp as ubsp_bench
 from .load import format_load, format_resources, run_desk_burst, run_echo_memory, run_load
@@ -177,12 +181,15 @@ def run(url: Optional[str] = None, n: int = 1000, stream_n: int = 5000, rounds: 
     say(bridge_bench.format_bridge(br))
     ub = results["ubsp"] = ubsp_bench.bench_ubsp(url, n=min(n, 300))  # the same round trip sealed end to end
     say(ubsp_bench.format_ubsp(ub))
+    sd = results["sdk"] = sdk_bench.bench_sdk(url, n=min(n, 300))  # the official a2a-sdk's client and executors
+    say(sdk_bench.format_sdk(sd))
     if bridged_n:  # two brokers of its own, B bridged to A: the round trip on one broker and across the bridge
         bd = results["bridged"] = bridged_bench.bench_bridged(n=bridged_n)
         say(bridged_bench.format_bridged(bd))
     results["targets_met"] = {"send_ratio": ratio <= SEND_TARGET, "send_under_2ms": results["kit_send"]["median_ms"] < 2.0,
                               "stream_ratio": sratio >= STREAM_TARGET, "recorder_lost_0": rec["lost"] == 0,
-                              "load_traffic_ratio": lt["meets_target"], "ubsp_ratio": ub["meets_target"]}
+                              "load_traffic_ratio": lt["meets_target"], "ubsp_ratio": ub["meets_target"],
+                              "sdk_ratio": sd["meets_target"]}
     if load_tasks:
         results["targets_met"]["load_ratio"] = results["load_ratio"] >= LOAD_TARGET
         results["targets_met"]["load_shape_ratio"] = results["load_shape_ratio"] >= SHAPE_TARGET

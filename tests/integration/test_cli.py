@@ -135,6 +135,11 @@ def test_bench_json_reports_ratios(env):
     costs = ub["costs"]
     assert costs["seal_us"] > 0 and costs["open_us"] > 0 and costs["floor"]["seal_us"] > 0 and costs["floor"]["open_us"] > 0
     assert costs["seal_floor_ratio"] == round(costs["seal_us"] / costs["floor"]["seal_us"], 2)
+    sd = res["sdk"]  # the SDK's Client and a served AgentExecutor against the kit's own roles, same run
+    for side in ("client", "server"):
+        assert sd[side]["sdk"]["n"] == sd[side]["kit"]["n"] == 50
+        assert sd[side]["ratio"] == sd[side]["sdk"]["median_ms"] / sd[side]["kit"]["median_ms"]
+    assert met["sdk_ratio"] == (sd["client"]["ratio"] <= 1.5 and sd["server"]["ratio"] <= 1.5)
 
 
 def test_send_continues_an_interrupted_task_with_task(served, env):
