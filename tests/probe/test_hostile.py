@@ -118,7 +118,12 @@ def test_the_command_line_ends_within_its_deadline_with_a_safe_bounded_report(ho
     assert int(suite.get("failures")) >= 1 and suite.findall("testcase")
     assert not hidden("".join(suite.itertext()).replace("\n", ""))
     if hostile.behaviour == "endless":  # the stream check fails on its deadline, not the probe's
-        assert "no terminal state within 3 s" in out and "FAIL     stream-end" in out
+        flat = " ".join(out.split())  # the table's remarks wrap
+        # on its 3 s deadline, or (a loaded machine held the agent's items back longer than --timeout: a
+        # run of 7.8 s instead of ~10.5 s, seen once with a busy core) on that silence: the check's own verdicts
+        ended = "no terminal state within 3 s" in flat or "the stream went quiet without a final item" in flat
+        assert ended and "FAIL stream-end" in flat, \
+            [line for line in out.splitlines() if "stream" in line or "within" in line]
     if hostile.behaviour == "control":
         assert "\\x1b[31mred\\x1b[0m\\x07bell\\x00nul" in out  # shown, escaped
 
