@@ -12,7 +12,7 @@ import os
 import shlex
 import sys
 
-from .common import tcp_port, wait_for_signal
+from .common import CaughtSignals, tcp_port, wait_for_signal
 
 
 ENV_BRIDGE_PASSWORD = "A2A_BRIDGE_PASSWORD"
@@ -63,42 +63,49 @@ def cmd_broker(args: argparse.Namespace) -> int:
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(broker.url, flush=True)
-    print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
-    managed = plain or secure  # the kit's own Mosquitto, with the a2a_status plugin where it builds
-    if managed is not None and managed.broker_status:
-        from ..mqtt.status_plugin import plugin_path
+    signals = CaughtSignals().start()  # from the URL on, Ctrl-C or SIGTERM stops the broker cleanly
+    try:
+        print(broker.url, flush=True)
+        print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
+        managed = plain or secure  # the kit's own Mosquitto, with the a2a_status plugin where it builds
+        if managed is not None and managed.broker_status:
+            from ..mqtt.status_plugin import plugin_path
 
-        if plugin_path():  # when it could not be built, the log's warning has said why (once)
-            print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)",
-                  file=sys.stderr, flush=True)
-    looped: list[int] = []
-    guard = None
-    if bridged is not None:
-        print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
-        up = bridged.wait_connected(timeout=5.0)
-        print(f"# the bridge is up ({bridged.state_topic} says 1)" if up else
-              f"# the bridge is not up yet (is {bridged.remote.url} running?); Mosquitto keeps retrying, "
-              f"see {broker.log_path}", file=sys.stderr, flush=True)
-        guard = start_loop_guard(bridged, looped)
-    if secure is not None:
-        f = secure.files
-        print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)
-        print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
-              f"{f['credentials']}", file=sys.stderr)
-        print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
-        print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
-        print(f"#   {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr)
-        print(f"#   {export_line('A2A_BROKER_CREDENTIALS', str(f['credentials']))}", file=sys.stderr)
-        print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
-        print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
-              file=sys.stderr)
-        coordinator = replace(secure.credentials("coordinator"), password="PASSWORD")
-        print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
-              f"#   {export_line('A2A_BROKER_URL', coordinator.url_with_secret)}", file=sys.stderr, flush=True)
-    else:
-        print(f"# In another shell: {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr, flush=True)
-    wait_for_signal(then=broker.stop, stopping="the broker", until=guard.looped if guard else None)
+            if plugin_path():  # when it could not be built, the log's warning has said why (once)
+                print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)",
+                      file=sys.stderr, flush=True)
+        looped: list[int] = []
+        guard = None
+        if bridged is not None:
+            print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
+            up = bridged.wait_connected(timeout=5.0, cancel=signals.stop)
+            if not signals.stop.is_set():  # (a Ctrl-C meanwhile: straight to the clean stop)
+                print(f"# the bridge is up ({bridged.state_topic} says 1)" if up else
+                      f"# the bridge is not up yet (is {bridged.remote.url} running?); Mosquitto keeps retrying, "
+                      f"see {broker.log_path}", file=sys.stderr, flush=True)
+                guard = start_loop_guard(bridged, looped)
+        if secure is not None:
+            f = secure.files
+            print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)
+            print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
+                  f"{f['credentials']}", file=sys.stderr)
+            print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
+            print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
+            print(f"#   {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr)
+            print(f"#   {export_line('A2A_BROKER_CREDENTIALS', str(f['credentials']))}", file=sys.stderr)
+            print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
+            print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
+                  file=sys.stderr)
+            coordinator = replace(secure.credentials("coordinator"), password="PASSWORD")
+            print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
+                  f"#   {export_line('A2A_BROKER_URL', coordinator.url_with_secret)}", file=sys.stderr, flush=True)
+        else:
+            print(f"# In another shell: {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr, flush=True)
+    except BaseException:  # the banner or the bridge's set-up failed: stop what runs
+        signals.restore()
+        broker.stop()
+        raise
+    wait_for_signal(then=broker.stop, stopping="the broker", until=guard.looped if guard else None, signals=signals)
     if guard is not None:
         guard.stop()
     if looped:

@@ -87,43 +87,62 @@ def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     return check
 
 
+class CaughtSignals:
+    """Ctrl-C and SIGTERM caught from :meth:`start` on: each sets ``stop`` instead of interrupting
+    what runs, until :meth:`restore` puts the previous handlers back. Off the main thread Python
+    cannot catch signals: there ``start`` catches nothing."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.caught: list[int] = []
+        self._previous: dict = {}
+
+    def start(self) -> "CaughtSignals":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.caught.append(signum)
+        self.stop.set()
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
 def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] = lambda: None,
-                    stopping: str = "", ready: str = "", until: Optional[threading.Event] = None) -> None:
+                    stopping: str = "", ready: str = "", until: Optional[threading.Event] = None,
+                    signals: Optional[CaughtSignals] = None) -> None:
     """Block until Ctrl-C or SIGTERM, or until ``timeout`` seconds have passed (None: no time limit),
     then run ``then``, the command's clean stop (agents offline, a recording flushed), always.
 
     ``stopping`` names what stops (``"echo"``): after a signal, stderr says ``Ctrl-C: stopping echo ...``
     at once and ``stopped`` once the clean stop is done, so a server never exits without a word.
     ``ready`` (the server's banner) is printed on stdout once the signals are caught: from the moment
-    a user (or a script) reads it, Ctrl-C stops cleanly.
+    a user (or a script) reads it, Ctrl-C stops cleanly. ``signals``: signals the command caught
+    earlier (:class:`CaughtSignals`, e.g. as soon as its broker runs, before its banner), so one
+    that came meanwhile stops it at once.
     Signals stay caught until ``then`` is done, so an impatient second Ctrl-C cannot cut the clean
-    stop short; the previous handlers are back on return. Off the main thread Python cannot catch
-    signals, so there only the timeout ends the wait. ``until``: an event that ends the wait as well
-    (the command found a reason to stop of its own)."""
-    stop = threading.Event()
-    caught: list[int] = []
-    previous = {}
-
-    def on_signal(signum: int, _frame: object) -> None:
-        caught.append(signum)
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, on_signal)
+    stop short; the previous handlers are back on return. Off the main thread only the timeout (or
+    ``until``) ends the wait. ``until``: an event that ends the wait as well (the command found a
+    reason to stop of its own)."""
+    signals = signals if signals is not None else CaughtSignals().start()
     if ready:
         print(ready, flush=True)
     deadline = None if timeout is None else time.monotonic() + timeout
     said = False
     try:
-        while not stop.is_set() and not (until is not None and until.is_set()):
+        while not signals.stop.is_set() and not (until is not None and until.is_set()):
             left = 0.5 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 break
-            stop.wait(min(left, 0.5))
-        said = bool(caught and stopping)
+            signals.stop.wait(min(left, 0.5))
+        said = bool(signals.caught and stopping)
         if said:
-            why = "Ctrl-C" if caught[0] == signal.SIGINT else signal.Signals(caught[0]).name
+            why = "Ctrl-C" if signals.caught[0] == signal.SIGINT else signal.Signals(signals.caught[0]).name
             print(f"{why}: stopping {stopping} ...", file=sys.stderr, flush=True)
     finally:
         try:
@@ -131,8 +150,7 @@ def wait_for_signal(timeout: Optional[float] = None, then: Callable[[], object] 
             if said:
                 print("stopped", file=sys.stderr, flush=True)
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            signals.restore()
 
 
 SERVABLE_AGENTS = ("echo", "ticket-desk")

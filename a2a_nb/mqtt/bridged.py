@@ -233,16 +233,20 @@ class BridgedBroker(EmbeddedBroker):
         """Where Mosquitto says whether the bridge is up (retained ``1``/``0``; ``notifications true``)."""
         return f"$SYS/broker/connection/{self.bridge_client_id}/state"
 
-    def wait_connected(self, timeout: float = 5.0) -> bool:
+    def wait_connected(self, timeout: float = 5.0, cancel: Optional[threading.Event] = None) -> bool:
         """Wait until this broker says its bridge is connected (its ``state_topic`` reads ``1``); needs
-        no login on the remote broker."""
+        no login on the remote broker. False after ``timeout``, or once ``cancel`` is set (Ctrl-C)."""
         from .session import Session  # the one module that talks MQTT
 
         up = threading.Event()
+        deadline = time.monotonic() + timeout
         with Session("a2a-nb", "bridge", f"state-{secrets.token_hex(4)}", broker=self.endpoint,
                      connect_timeout=timeout) as session:
             session.subscribe(self.state_topic, handler=lambda m: up.set() if m.payload == b"1" else up.clear())
-            return up.wait(timeout)
+            while not up.wait(max(0.0, min(0.1, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline or (cancel is not None and cancel.is_set()):
+                    return False
+            return True
 
     def wait_bridged(self, timeout: float = 10.0) -> bool:
         """Wait until a message sent here reaches the remote broker and one sent there arrives here

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +31,7 @@ import pytest
 from a2a_nb.agents import Requester, Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.responder import ResponderOptions
-from a2a_nb.mqtt.bridged import BRIDGED_TREES, BridgedPair
+from a2a_nb.mqtt.bridged import BRIDGED_TREES, BridgedBroker, BridgedPair
 from a2a_nb.mqtt.broker import BrokerEndpoint, port_accepts
 from a2a_nb.mqtt.session import Session, stop_all
 from a2a_nb.protocol import pools, properties, topics
@@ -328,6 +330,52 @@ def test_pool_dispatch_slot_claims_without_asking_the_broker_for_share(broker_ur
 
 
 # -- the command ---------------------------------------------------------------------------------------------
+def test_broker_stops_cleanly_on_ctrl_c_right_after_its_url_while_the_bridge_is_still_connecting():
+    """From the URL on stdout, Ctrl-C stops the broker cleanly (exit 0, "stopped"), also while the bridge
+    waits for a remote that does not answer (the command used to die with "interrupted", exit 130)."""
+    with socket.socket() as closed:  # a port nobody listens on: the bridge keeps retrying
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("A2A_BROKER_URL", "A2A_BRIDGE_PASSWORD")}
+    proc = subprocess.Popen(CLI + ["broker", "--bridge-to", f"mqtt://127.0.0.1:{port}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("mqtt://127.0.0.1:"), url
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    err = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert code == 0, err
+    assert "Ctrl-C: stopping the broker ..." in err and err.rstrip().endswith("stopped"), err
+    assert "interrupted" not in err and "the bridge is not up yet" not in err, err
+    assert not port_accepts("127.0.0.1", BrokerEndpoint.from_url(url).port)
+
+
+def test_waiting_for_the_bridge_ends_when_cancelled():
+    """``wait_connected(cancel=...)``: a Ctrl-C caught by the command ends the wait for a bridge that does
+    not come up (a 120 s wait, cancelled, returns False long before)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    bridged = BridgedBroker(BrokerEndpoint.from_url(f"mqtt://127.0.0.1:{port}"))
+    bridged.start()
+    try:
+        cancel, result = threading.Event(), []
+        waiter = threading.Thread(target=lambda: result.append(bridged.wait_connected(120, cancel=cancel)), daemon=True)
+        waiter.start()
+        cancel.set()
+        waiter.join(60)
+        assert not waiter.is_alive() and result == [False]
+    finally:
+        bridged.stop()
+
+
 def test_broker_bridge_to_prints_its_url_says_what_is_bridged_without_the_password_and_carries_cards(private_broker):
     """``python -m a2a_nb broker --bridge-to URL``: its URL first, then (stderr) what crosses and where, the
     password as ``***``, the bridge up; a retained card published on the remote broker is there to read."""
