@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import UsageError, check_recording_target, positive_seconds, wait_for_signal
+from .common import CaughtSignals, UsageError, check_recording_target, positive_seconds, wait_for_signal
 
 
 def register(sub) -> None:
@@ -45,8 +45,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     url = rec.session.endpoint.url if rec.session else "?"
     until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
     where = "stdout" if to_stdout else args.out
+    signals = CaughtSignals().start()  # from the line below on, Ctrl-C ends the recording cleanly
     print(f"# recording {args.filter} on {url} to {where} {until}", file=sys.stderr, flush=True)
-    wait_for_signal(args.seconds, then=rec.stop, stopping="the recording")
+    wait_for_signal(args.seconds, then=rec.stop, stopping="the recording", signals=signals)
     print(f"recorded {rec.count} messages to {where}", file=sys.stderr if to_stdout else sys.stdout, flush=True)
     return 0
 
