@@ -42,8 +42,6 @@ def register(sub) -> None:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from ..mqtt.broker import BrokerError, EmbeddedBroker
     from ..mqtt.bridged import BridgedBroker
     from ..mqtt.secure import SecureBroker
@@ -65,42 +63,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return 2
     signals = CaughtSignals().start()  # from the URL on, Ctrl-C or SIGTERM stops the broker cleanly
     try:
-        print(broker.url, flush=True)
-        print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
-        managed = plain or secure  # the kit's own Mosquitto, with the a2a_status plugin where it builds
-        if managed is not None and managed.broker_status:
-            from ..mqtt.status_plugin import plugin_path
-
-            if plugin_path():  # when it could not be built, the log's warning has said why (once)
-                print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)",
-                      file=sys.stderr, flush=True)
-        looped: list[int] = []
-        guard = None
-        if bridged is not None:
-            print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
-            up = bridged.wait_connected(timeout=5.0, cancel=signals.stop)
-            if not signals.stop.is_set():  # (a Ctrl-C meanwhile: straight to the clean stop)
-                print(f"# the bridge is up ({bridged.state_topic} says 1)" if up else
-                      f"# the bridge is not up yet (is {bridged.remote.url} running?); Mosquitto keeps retrying, "
-                      f"see {broker.log_path}", file=sys.stderr, flush=True)
-                guard = start_loop_guard(bridged, looped)
-        if secure is not None:
-            f = secure.files
-            print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)
-            print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
-                  f"{f['credentials']}", file=sys.stderr)
-            print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
-            print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
-            print(f"#   {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr)
-            print(f"#   {export_line('A2A_BROKER_CREDENTIALS', str(f['credentials']))}", file=sys.stderr)
-            print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
-            print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
-                  file=sys.stderr)
-            coordinator = replace(secure.credentials("coordinator"), password="PASSWORD")
-            print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
-                  f"#   {export_line('A2A_BROKER_URL', coordinator.url_with_secret)}", file=sys.stderr, flush=True)
-        else:
-            print(f"# In another shell: {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr, flush=True)
+        guard, looped = announce(broker, plain or secure, bridged, secure, signals)
     except BaseException:  # the banner or the bridge's set-up failed: stop what runs
         signals.restore()
         broker.stop()
@@ -114,6 +77,51 @@ def cmd_broker(args: argparse.Namespace) -> int:
               "stopped", file=sys.stderr, flush=True)
         return 2
     return 0
+
+
+def announce(broker, managed, bridged, secure, signals: CaughtSignals):
+    """The broker command's banner: the URL on stdout, then on stderr what runs and how to reach it;
+    for a bridged broker, whether the bridge came up, and its loop guard. Returns the guard (None
+    without one) and the list a loop it finds is recorded in. ``managed``: the kit's own Mosquitto,
+    with the a2a_status plugin where it builds."""
+    from dataclasses import replace
+
+    print(broker.url, flush=True)
+    print(f"# Mosquitto running (config and log in {broker.workdir}); Ctrl-C stops it.", file=sys.stderr, flush=True)
+    if managed is not None and managed.broker_status:
+        from ..mqtt.status_plugin import plugin_path
+
+        if plugin_path():  # when it could not be built, the log's warning has said why (once)
+            print("# broker-managed status: on (a2a_status plugin: cards say a2a-status-source=broker)",
+                  file=sys.stderr, flush=True)
+    looped: list[int] = []
+    guard = None
+    if bridged is not None:
+        print(f"# {bridged.describe()}", file=sys.stderr, flush=True)
+        up = bridged.wait_connected(timeout=5.0, cancel=signals.stop)
+        if not signals.stop.is_set():  # (a Ctrl-C meanwhile: straight to the clean stop)
+            print(f"# the bridge is up ({bridged.state_topic} says 1)" if up else
+                  f"# the bridge is not up yet (is {bridged.remote.url} running?); Mosquitto keeps retrying, "
+                  f"see {broker.log_path}", file=sys.stderr, flush=True)
+            guard = start_loop_guard(bridged, looped)
+    if secure is not None:
+        f = secure.files
+        print(f"# TLS only; CA certificate to trust: {f['ca']}", file=sys.stderr)
+        print(f"# one login per agent, username = client id = {{org}}/{{unit}}/{{agent}}; passwords (mode 0600): "
+              f"{f['credentials']}", file=sys.stderr)
+        print(f"# Mosquitto password file: {f['passwd']}; topic rights (ACL): {f['acl']}", file=sys.stderr)
+        print("# In other shells, every agent logs in as itself from the credentials file:", file=sys.stderr)
+        print(f"#   {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr)
+        print(f"#   {export_line('A2A_BROKER_CREDENTIALS', str(f['credentials']))}", file=sys.stderr)
+        print("#   python -m a2a_nb serve ticket-desk      # and in a third shell:", file=sys.stderr)
+        print('#   python -m a2a_nb send ticket-desk "TCK-4821: order status not updating after checkout" --stream',
+              file=sys.stderr)
+        coordinator = replace(secure.credentials("coordinator"), password="PASSWORD")
+        print(f"# or one login in the URL, e.g. the coordinator's (PASSWORD: its entry in the credentials file):\n"
+              f"#   {export_line('A2A_BROKER_URL', coordinator.url_with_secret)}", file=sys.stderr, flush=True)
+    else:
+        print(f"# In another shell: {export_line('A2A_BROKER_URL', broker.url)}", file=sys.stderr, flush=True)
+    return guard, looped
 
 
 def bridge_remote(url: str, password_file: "str | None"):

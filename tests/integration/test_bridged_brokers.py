@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,7 +31,7 @@ from a2a_nb.agents import Requester, Responder
 from a2a_nb.agents.discovery import Discovery
 from a2a_nb.agents.responder import ResponderOptions
 from a2a_nb.mqtt.bridged import BRIDGED_TREES, BridgedBroker, BridgedPair
-from a2a_nb.mqtt.broker import BrokerEndpoint, port_accepts
+from a2a_nb.mqtt.broker import BrokerEndpoint, free_port, port_accepts
 from a2a_nb.mqtt.session import Session, stop_all
 from a2a_nb.protocol import pools, properties, topics
 from a2a_nb.protocol.packet import MqttMessage
@@ -333,9 +332,7 @@ def test_pool_dispatch_slot_claims_without_asking_the_broker_for_share(broker_ur
 def test_broker_stops_cleanly_on_ctrl_c_right_after_its_url_while_the_bridge_is_still_connecting():
     """From the URL on stdout, Ctrl-C stops the broker cleanly (exit 0, "stopped"), also while the bridge
     waits for a remote that does not answer (the command used to die with "interrupted", exit 130)."""
-    with socket.socket() as closed:  # a port nobody listens on: the bridge keeps retrying
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()  # nobody listens there: the bridge keeps retrying
     env = {k: v for k, v in os.environ.items() if k not in ("A2A_BROKER_URL", "A2A_BRIDGE_PASSWORD")}
     proc = subprocess.Popen(CLI + ["broker", "--bridge-to", f"mqtt://127.0.0.1:{port}"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
@@ -360,9 +357,7 @@ def test_broker_stops_cleanly_on_ctrl_c_right_after_its_url_while_the_bridge_is_
 def test_waiting_for_the_bridge_ends_when_cancelled():
     """``wait_connected(cancel=...)``: a Ctrl-C caught by the command ends the wait for a bridge that does
     not come up (a 120 s wait, cancelled, returns False long before)."""
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()
     bridged = BridgedBroker(BrokerEndpoint.from_url(f"mqtt://127.0.0.1:{port}"))
     bridged.start()
     try:
