@@ -267,7 +267,8 @@ def test_handover_on_the_first_reply_routes_get_subscribe_cancel_and_continuatio
 
     got = req.get_task_reply(a.task_id)
     assert got.result["id"] == a.task_id and got.result["status"]["state"] == INPUT_REQUIRED
-    assert got.target.agent == analyst_a and len(got.attempts) == 1
+    # straight to the analyst (a busy machine may need a retry; every attempt goes there, none to the desk)
+    assert got.target.agent == analyst_a and all(att.topic.endswith("/" + analyst_a) for att in got.attempts)
     snap = req.subscribe(a.task_id).wait()
     assert snap.task_id == a.task_id and snap.state == INPUT_REQUIRED
     canceled = req.cancel_task(a.task_id)
