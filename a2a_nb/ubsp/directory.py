@@ -22,6 +22,7 @@ from typing import Any, Optional
 from ..mqtt.session import Session
 from ..protocol import cards, topics, ubsp
 from ..protocol.packet import MqttMessage
+from .keys import KeySet
 from .trust import KeyTrust, UntrustedKeySource
 
 MAX_PEERS = 1024
@@ -56,8 +57,8 @@ class KeyDirectory:
         self.session.subscribe(topics.discovery_filter(org, unit), handler=self._on_message)
         self.session.subscribe(f"{topics.PREFIX}/event/{org}/{unit}/+", handler=self._on_message)
 
-    def jwks(self, org: str, unit: str, agent: str, wait: float = 0.0, fetch: bool = True) -> dict[str, Any]:
-        """The trusted public JWK Set of ``agent``; :class:`UntrustedKeySource` when it has none.
+    def key_set(self, org: str, unit: str, agent: str, wait: float = 0.0, fetch: bool = True) -> KeySet:
+        """The trusted public JWK Set of ``agent``, parsed; :class:`UntrustedKeySource` when it has none.
         ``wait``: seconds to wait for metadata not seen yet (0 on the network thread); ``fetch=False``:
         only keys already at hand (never fetched on the network thread either)."""
         if (org, unit) not in self._followed:
@@ -73,7 +74,7 @@ class KeyDirectory:
         if metadata is None:
             raise UntrustedKeySource(f"no ubsp-v1 key metadata for {org}/{unit}/{agent} on the broker "
                                      f"(no card extension {ubsp.EXTENSION_URI}, no key-metadata event)")
-        return self.trust.jwks_for(metadata, fetch=fetch and not self.session.on_network_thread())
+        return self.trust.key_set_for(metadata, fetch=fetch and not self.session.on_network_thread())
 
     def _on_message(self, msg: MqttMessage) -> None:
         """Network thread: a card or an event of the followed org/units."""

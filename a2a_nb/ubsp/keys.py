@@ -102,7 +102,7 @@ class AgentKeys:
         """Both private keys, to keep the agent's identity across restarts (store it like a password)."""
         return {"keys": [self.signing.as_dict(private=True), self.encryption.as_dict(private=True)]}
 
-    def seal(self, payload: bytes, recipient: str, recipient_jwks: Mapping[str, Any], *,
+    def seal(self, payload: bytes, recipient: str, recipient_jwks: "Mapping[str, Any] | KeySet", *,
              sender: Optional[str] = None, now: Optional[float] = None, jti: Optional[str] = None,
              binding: Optional[Mapping[str, Any]] = None) -> str:
         """``payload`` signed with these keys and encrypted to ``recipient``'s encryption key.
@@ -110,7 +110,7 @@ class AgentKeys:
         the agent spawned (see :meth:`a2a_nb.ubsp.protection.Ubsp.for_instance`). ``jti``: the
         payload's id (default: a fresh one); ``binding``: more claims, e.g. a reply's
         :func:`a2a_nb.protocol.ubsp.reply_binding`."""
-        enc = _one(_keyset(recipient_jwks, recipient), "enc")
+        enc = _one(_key_set(recipient_jwks, recipient), "enc")
         header = {"alg": SIGN_ALG, "kid": self.signing.kid, **(binding or {}),
                   **ubsp.claims(sender or self.agent, recipient, jti or str(uuid.uuid4()), now)}
         try:
@@ -120,7 +120,7 @@ class AgentKeys:
         except _FAILED as exc:
             raise SealError(f"cannot seal to {recipient}: {_why(exc)}") from None
 
-    def open(self, sealed: bytes, sender: str, sender_jwks: Callable[[str], Mapping[str, Any]], *,
+    def open(self, sealed: bytes, sender: str, sender_jwks: "Callable[[str], Mapping[str, Any] | KeySet]", *,
              now: float, recipient: Optional[str] = None, recorded: bool = False,
              also: Optional[Callable[[Mapping[str, Any], bytes], Optional[str]]] = None) -> Opened:
         """Decrypt with this agent's key, verify ``sender``'s signature (its keys from ``sender_jwks``,
@@ -144,7 +144,7 @@ class AgentKeys:
         if header.get("alg") != SIGN_ALG:
             raise SealError(f"inner signature algorithm {header.get('alg')!r} is not {SIGN_ALG}")
         try:
-            keys = _keyset(sender_jwks(sender), sender)
+            keys = _key_set(sender_jwks(sender), sender)
             valid = jws.validate_compact(inner, _one(keys, "sig", header.get("kid")), registry=_JWS)
         except _FAILED as exc:
             raise SealError(f"signature of {sender} not valid: {_why(exc)}") from None
@@ -208,9 +208,10 @@ _parsed: "OrderedDict[str, KeySet]" = OrderedDict()
 _parsed_lock = threading.Lock()
 
 
-def _keyset(jwks: Mapping[str, Any], owner: str) -> KeySet:
+def parse_key_set(jwks: Mapping[str, Any]) -> KeySet:
     """``jwks`` parsed, from a bounded cache keyed by its content: a peer's set is parsed once, not
-    on every seal and open (the parse builds the EC keys: most of a small message's cost)."""
+    on every seal and open (the parse builds the EC keys: most of a small message's cost). The
+    parsed set is shared: nobody changes it. :class:`SealError` when it is not a JWK Set."""
     try:
         text = json.dumps(dict(jwks), sort_keys=True)
         with _parsed_lock:
@@ -220,12 +221,22 @@ def _keyset(jwks: Mapping[str, Any], owner: str) -> KeySet:
                 return found
         found = KeySet.import_key_set(json.loads(text))
     except _FAILED as exc:
-        raise SealError(f"the key set of {owner} is not a JWK Set: {_why(exc)}") from None
+        raise SealError(f"not a JWK Set: {_why(exc)}") from None
     with _parsed_lock:
         _parsed[text] = found
         while len(_parsed) > MAX_PARSED_SETS:
             _parsed.popitem(last=False)
     return found
+
+
+def _key_set(keys: "Mapping[str, Any] | KeySet", owner: str) -> KeySet:
+    """A peer's keys as given (parsed already by :meth:`a2a_nb.ubsp.trust.KeyTrust.key_set_for`), or parsed."""
+    if isinstance(keys, KeySet):
+        return keys
+    try:
+        return parse_key_set(keys)
+    except SealError as exc:
+        raise SealError(f"the key set of {owner} is {exc}") from None
 
 
 def _one(keys: KeySet, use: str, kid: Optional[str] = None) -> ECKey:

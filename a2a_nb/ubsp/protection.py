@@ -21,7 +21,7 @@ from ..protocol import properties, topics, ubsp
 from ..protocol.bounded_json import loads_bounded
 from ..protocol.packet import MqttMessage
 from .directory import WAIT_S, KeyDirectory
-from .keys import AgentKeys, SealError
+from .keys import AgentKeys, KeySet, SealError
 from .trust import KeyTrust, UntrustedKeySource
 
 log = logging.getLogger(__name__)
@@ -82,21 +82,21 @@ class Ubsp:
             raise RuntimeError(f"{self.agent}: bind(session, org, unit) first")
         return self._where
 
-    def _peer_jwks(self, org: str, unit: str, agent: str, wait: float = 0.0, fetch: bool = True) -> dict[str, Any]:
+    def _peer_keys(self, org: str, unit: str, agent: str, wait: float = 0.0, fetch: bool = True) -> KeySet:
         """``wait``: a requester waits for a card it may not have read yet; a responder does not (the
         requester announced its keys before its request, and an inline responder runs on the network
         thread, which must not wait for itself)."""
         if self.directory is None:
             raise UntrustedKeySource(f"{self.agent} is not connected: it cannot look up {agent}'s keys")
-        return self.directory.jwks(org, unit, agent, wait, fetch)
+        return self.directory.key_set(org, unit, agent, wait, fetch)
 
     # -- requester side -------------------------------------------------------------------------------
     def seal_request(self, msg: MqttMessage, org: str, unit: str, recipient: str, jti: Optional[str] = None) -> MqttMessage:
         """``msg`` with its payload sealed to ``recipient`` (items 5, 8); :class:`UntrustedKeySource`
         when the recipient has no trusted key (fail closed: no plaintext fallback). ``jti``: the
         request's id, which its replies must name (:meth:`open_reply`'s ``answers``)."""
-        jwks = self._peer_jwks(org, unit, recipient, wait=WAIT_S)
-        sealed = self.keys.seal(msg.payload, recipient, jwks, sender=self.agent, jti=jti)
+        sealed = self.keys.seal(msg.payload, recipient, self._peer_keys(org, unit, recipient, wait=WAIT_S),
+                                sender=self.agent, jti=jti)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
                                    user_properties=msg.user_properties + ubsp.request_properties(self.agent, recipient))
 
@@ -122,7 +122,7 @@ class Ubsp:
         if problem is not None:
             raise SealError(problem)
         responder = msg.user_property(properties.RESPONDER_AGENT_ID) or ""
-        opened = self.keys.open(msg.payload, responder, lambda who: self._peer_jwks(org, unit, who, WAIT_S),
+        opened = self.keys.open(msg.payload, responder, lambda who: self._peer_keys(org, unit, who, WAIT_S),
                                 now=time.time(), recipient=self.agent, recorded=True)
         return dataclasses.replace(msg, payload=opened.payload, content_type=None, payload_format=None,
                                    user_properties=ubsp.without_ubsp(msg.user_properties))
@@ -152,7 +152,7 @@ class Ubsp:
         if sender not in self.speaks_for:
             raise SealError(f"{self.agent}'s keys do not speak for {sender}")
         org, unit = _org_unit(msg.topic)
-        sealed = self.keys.seal(msg.payload, requester, self._peer_jwks(org, unit, requester, fetch=fetch), sender=sender,
+        sealed = self.keys.seal(msg.payload, requester, self._peer_keys(org, unit, requester, fetch=fetch), sender=sender,
                                 binding=binding)
         props = tuple((k, v) for k, v in msg.user_properties if k != properties.RESPONDER_AGENT_ID)
         return dataclasses.replace(msg, payload=sealed.encode(), content_type=ubsp.CONTENT_TYPE, payload_format=1,
@@ -161,7 +161,7 @@ class Ubsp:
     def _open(self, msg: MqttMessage, sender: str, org: str, unit: str, wait: float = 0.0,
               also: Optional[Callable[[Mapping[str, Any], bytes], Optional[str]]] = None) -> tuple[MqttMessage, dict[str, Any]]:
         try:
-            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_jwks(org, unit, who, wait), now=time.time(),
+            opened = self.keys.open(msg.payload, sender, lambda who: self._peer_keys(org, unit, who, wait), now=time.time(),
                                     recipient=self.agent, also=also)
         except (SealError, UntrustedKeySource):
             self.refused += 1

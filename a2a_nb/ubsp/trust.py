@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 from ..error_base import A2ANbError
 from ..protocol.bounded_json import loads_bounded
 from ..protocol.safe_text import safe_text
+from .keys import KeySet, SealError, parse_key_set
 
 MAX_KEYS = 32
 """Most keys accepted in one JWKS (a key set holds a few: the current key and the next one)."""
@@ -161,8 +162,22 @@ class KeyTrust:
         unreachable, it raises (the inline set is never a fallback), and so does every use for
         ``failure_cache_s``. ``fetch=False``: only what is cached (a thread that must not wait).
         Else the inline ``jwks``, only with ``trust_inline``. Raises :class:`UntrustedKeySource`.
-        Thread-safe.
+        Thread-safe. A copy: the caller may change it, never what is cached.
         """
+        return copy.deepcopy(self._trusted(metadata, fetch))
+
+    def key_set_for(self, metadata: Mapping[str, Any], fetch: bool = True) -> KeySet:
+        """As :meth:`jwks_for`, parsed: what sealing and opening use. Nothing is copied, and a set is
+        parsed once (:func:`a2a_nb.ubsp.keys.parse_key_set`, by content), so a conversation pays the
+        policy check and a dictionary lookup per message, not a JSON round trip."""
+        jwks = self._trusted(metadata, fetch)
+        try:
+            return parse_key_set(jwks)
+        except SealError as exc:
+            raise UntrustedKeySource.refused("key set", str(exc)) from None
+
+    def _trusted(self, metadata: Mapping[str, Any], fetch: bool) -> dict[str, Any]:
+        """:meth:`jwks_for` without the copy (callers never change it)."""
         if not isinstance(metadata, Mapping):
             kind = type(metadata).__name__
             raise UntrustedKeySource.refused("key metadata", f"an object with jwksUri or jwks, not {kind}")
@@ -212,14 +227,14 @@ class KeyTrust:
             finally:
                 with self._fetching_lock:
                     self._fetching.pop(uri).set()
-        return copy.deepcopy(cached)  # the caller may change its copy, never the cached one
+        return cached
 
     def _inline(self, jwks: Any) -> dict[str, Any]:
         if not self.trust_inline:
             raise UntrustedKeySource.refused("inline JWKS", "anyone who can write the card (the broker too) "
                                              "could have written it; trust it with KeyTrust(trust_inline=True), "
                                              "or publish a jwksUri")
-        return copy.deepcopy(checked_jwks(jwks, "inline JWKS"))
+        return checked_jwks(jwks, "inline JWKS")
 
 
 def checked_jwks(value: Any, source: str = "JWKS") -> dict[str, Any]:

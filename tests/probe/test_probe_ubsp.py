@@ -14,7 +14,7 @@ from a2a_nb.probe import run_probe
 from a2a_nb.probe.rules import FAIL, NOT_APPLICABLE, PASS
 from a2a_nb.protocol import cards, properties, ubsp
 from a2a_nb.story.cast import TicketDesk, echo_card, echo_handler
-from a2a_nb.ubsp.keys import AgentKeys
+from a2a_nb.ubsp.keys import AgentKeys, parse_key_set
 from a2a_nb.ubsp.local_keys import LocalKeys
 from tests.helpers import uid
 from a2a_nb.ubsp.protection import Ubsp
@@ -76,7 +76,7 @@ class _Careless(Ubsp):
         requester = msg.user_property(properties.REQUESTER_AGENT_ID) or ""
         org, unit = msg.topic.split("/")[3:5]
         opened = AgentKeys(self.agent, self.keys.private_jwks(), replays=ubsp.ReplayCache()).open(
-            msg.payload, requester, lambda who: self._peer_jwks(org, unit, who), now=time.time())
+            msg.payload, requester, lambda who: self._peer_keys(org, unit, who), now=time.time())
         return replace(msg, payload=opened.payload, content_type=None, user_properties=ubsp.without_ubsp(
             msg.user_properties) + ((properties.SECURITY_PROFILE, ubsp.PROFILE), (properties.REQUESTER_AGENT_ID, requester),
                                     (ubsp.OPENED_JTI, opened.claims["jti"])))
@@ -85,8 +85,8 @@ class _Careless(Ubsp):
 class _Credulous(KeyTrust):
     """A trust that takes inline keys whatever the jwksUri next to them says."""
 
-    def jwks_for(self, metadata, fetch=True):
-        return dict(metadata["jwks"]) if "jwks" in metadata else super().jwks_for(metadata, fetch)
+    def key_set_for(self, metadata, fetch=True):
+        return parse_key_set(metadata["jwks"]) if "jwks" in metadata else super().key_set_for(metadata, fetch)
 
 
 def test_an_agent_that_skips_the_recipient_check_replay_cache_or_jku_policy_fails_those_checks(broker_url, local):

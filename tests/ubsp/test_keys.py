@@ -9,6 +9,7 @@ import time
 import pytest
 
 from a2a_nb.ubsp.keys import MAX_SEALED_BYTES, AgentKeys, SealError
+from a2a_nb.ubsp.trust import KeyTrust, UntrustedKeySource
 
 PAYLOAD = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'
 
@@ -155,10 +156,28 @@ def test_a_peer_key_set_is_parsed_once_and_the_cache_is_bounded(pair, monkeypatc
     from a2a_nb.ubsp import keys as keys_module
 
     coordinator, analyst = pair
-    assert keys_module._keyset(analyst.public_jwks(), "analyst") is keys_module._keyset(analyst.public_jwks(), "analyst")
+    assert keys_module.parse_key_set(analyst.public_jwks()) is keys_module.parse_key_set(analyst.public_jwks())
     monkeypatch.setattr(keys_module, "MAX_PARSED_SETS", 2)
     for agent in ("x", "y", "z"):
-        keys_module._keyset(AgentKeys(agent).public_jwks(), agent)
+        keys_module.parse_key_set(AgentKeys(agent).public_jwks())
     assert len(keys_module._parsed) == 2
     with pytest.raises(SealError, match="not a JWK Set"):
-        keys_module._keyset({"keys": "nope"}, "mallory")
+        keys_module.parse_key_set({"keys": "nope"})
+
+
+def test_a_trusted_key_set_is_handed_out_parsed_and_shared_and_jwks_for_still_copies(pair):
+    """Issue 40 item 1: a seal or open gets its peer's keys from the trust parsed, without a copy of the
+    JWK Set per message; ``jwks_for`` (public) still hands out a copy the caller may change."""
+    coordinator, analyst = pair
+    trust = KeyTrust(trust_inline=True)
+    metadata = {"jwks": analyst.public_jwks()}
+    first = trust.key_set_for(metadata)
+    assert first is trust.key_set_for({"jwks": analyst.public_jwks()})  # by content: parsed once
+    sealed = coordinator.seal(b"{}", "analyst", first)
+    assert analyst.open(sealed.encode(), "coordinator", lambda who: trust.key_set_for({"jwks": coordinator.public_jwks()}),
+                        now=time.time()).payload == b"{}"
+    copied = trust.jwks_for(metadata)
+    copied["keys"].clear()
+    assert metadata["jwks"]["keys"] and trust.key_set_for(metadata) is first
+    with pytest.raises(UntrustedKeySource, match="refused key set: not a JWK Set"):
+        trust.key_set_for({"jwks": {"keys": [{"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"}]}})
